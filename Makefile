@@ -1,0 +1,78 @@
+# llmscaler — one Makefile for users, contributors and CI.
+# Every target that needs Python creates .venv itself, so each works on a fresh machine.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+IMG ?= 4pdosc/llm-operator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+PYTEST_ARGS ?=
+
+.PHONY: help venv install test lint fmt typecheck unit integration demo manifests chart-sync \
+        docker-build deploy undeploy bench bench-smoke prometheus clean
+
+help: ## List the targets.
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP) ## Create .venv with the project and its test tools.
+
+install: $(STAMP) ## Install the project (editable) into .venv.
+
+prometheus: ## Make sure a Prometheus binary is available (apt-get when root).
+	@bash hack/ensure-prometheus.sh
+
+fmt: $(STAMP) ## Format the code with ruff.
+	$(BIN)/ruff format src test bench hack demo
+	$(BIN)/ruff check --fix src test bench hack demo
+
+lint: $(STAMP) ## ruff (lint + format check) and mypy.
+	$(BIN)/ruff check src test bench hack demo
+	$(BIN)/ruff format --check src test bench hack demo
+	$(BIN)/mypy
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) prometheus lint ## Install everything, lint, type-check and run the whole test suite.
+	PATH="$$(bash hack/ensure-prometheus.sh --print-dir):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: $(STAMP) ## Only the unit tests (no servers).
+	$(BIN)/python -m pytest test/unit $(PYTEST_ARGS)
+
+integration: $(STAMP) prometheus ## Only the integration tests.
+	$(BIN)/python -m pytest test/integration $(PYTEST_ARGS)
+
+demo: $(STAMP) ## Run the scripted demo on the embedded cluster (see README).
+	-@bash hack/ensure-prometheus.sh --optional
+	$(BIN)/python -m demo $(DEMO_ARGS)
+
+manifests: $(STAMP) ## Regenerate the CRD from the API types.
+	$(BIN)/python hack/gen_crd.py
+
+chart-sync: $(STAMP) ## Copy the generated CRD (and RBAC) into the Helm chart.
+	$(BIN)/python hack/chart_sync.py
+
+docker-build: ## Build the manager image (IMG=registry/llm-operator:tag).
+	docker build -t $(IMG) .
+
+deploy: ## Deploy into the current kube context with kustomize (IMG=...).
+	cd config/default && kubectl kustomize . | sed 's#image: 4pdosc/llm-operator:.*#image: $(IMG)#' | kubectl apply -f -
+
+undeploy: ## Remove what deploy created.
+	kubectl kustomize config/default | kubectl delete --ignore-not-found -f -
+
+bench: $(STAMP) ## Run the benchmarks and refresh bench/RESULTS.md.
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

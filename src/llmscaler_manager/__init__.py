@@ -1,0 +1,1 @@
+"""The llmscaler manager binary: flags, wiring and ``main``."""
