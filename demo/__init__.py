@@ -1,0 +1,1 @@
+"""``make demo``: the operator scaling a simulated vLLM fleet on an embedded cluster."""
