@@ -1,0 +1,56 @@
+"""``autoscaling.modelsphere.dev/v1alpha1``: the LLMScaler kind.
+
+The types are immutable and parsed strictly (:meth:`LLMScaler.from_dict` raises
+:class:`SpecError` listing every problem); the CRD under ``config/crd/bases`` is generated from
+the same field table by ``hack/gen_crd.py``.
+"""
+
+from .types import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    LIST_KIND,
+    PLURAL,
+    SINGULAR,
+    TARGET_PATTERN,
+    VERSION,
+    Condition,
+    CustomProvider,
+    FrozenMap,
+    LLMScaler,
+    LLMScalerSpec,
+    LLMScalerStatus,
+    MetricProvider,
+    MetricSpec,
+    Preemption,
+    ScaleDown,
+    ScaleDownBehavior,
+    SpecError,
+    TargetRef,
+    parse_target,
+)
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "KIND",
+    "LIST_KIND",
+    "PLURAL",
+    "SINGULAR",
+    "TARGET_PATTERN",
+    "VERSION",
+    "Condition",
+    "CustomProvider",
+    "FrozenMap",
+    "LLMScaler",
+    "LLMScalerSpec",
+    "LLMScalerStatus",
+    "MetricProvider",
+    "MetricSpec",
+    "Preemption",
+    "ScaleDown",
+    "ScaleDownBehavior",
+    "SpecError",
+    "TargetRef",
+    "parse_target",
+]
