@@ -1,0 +1,31 @@
+"""Runs informers and controllers: leader election, health probes, metrics, signal handling.
+
+See :class:`Manager` for the start/stop order and the leadership fence.
+"""
+
+from llmscaler_runtime.manager.leaderelection import (
+    LeaderElectionConfig,
+    LeaderElector,
+    format_micro_time,
+)
+from llmscaler_runtime.manager.manager import CacheLike, Manager, ManagerClient, Runnable
+from llmscaler_runtime.manager.metrics import (
+    ControllerMetrics,
+    QueueMetricsProvider,
+    ReconcileMetrics,
+)
+from llmscaler_runtime.manager.server import Check
+
+__all__ = [
+    "CacheLike",
+    "Check",
+    "ControllerMetrics",
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "Manager",
+    "ManagerClient",
+    "QueueMetricsProvider",
+    "ReconcileMetrics",
+    "Runnable",
+    "format_micro_time",
+]
