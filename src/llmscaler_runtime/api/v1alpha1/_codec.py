@@ -81,11 +81,11 @@ def json_type(value: Any) -> str:
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
+def type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _unwrap_optional(hint: Any) -> Any:
+def unwrap_optional(hint: Any) -> Any:
     if typing.get_origin(hint) in (types.UnionType, typing.Union):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1:
@@ -218,7 +218,7 @@ def _check_string(meta: FieldMeta | None, value: str, path: str, p: _Problems) -
 
 
 def _decode_value(hint: Any, meta: FieldMeta | None, value: Any, path: str, p: _Problems) -> Any:
-    hint = _unwrap_optional(hint)
+    hint = unwrap_optional(hint)
     if attrs.has(hint):
         return decode_object(hint, value, path, p)
     origin = typing.get_origin(hint)
@@ -272,7 +272,7 @@ def decode_object(cls: type, value: Any, path: str, p: _Problems) -> Any:
         p.add(path, f"must be an object, got {json_type(value)}")
         return _INVALID
     metas = FIELDS[cls]
-    hints = _hints(cls)
+    hints = type_hints(cls)
     defaulted = dict(value)
     kwargs: dict[str, Any] = {}
     ok = True
@@ -343,7 +343,7 @@ def decode_status(obj: Any, *, strict: bool, path: str = "status") -> LLMScalerS
     if not isinstance(obj, Mapping):
         return LLMScalerStatus()
     kwargs: dict[str, Any] = {}
-    hints = _hints(LLMScalerStatus)
+    hints = type_hints(LLMScalerStatus)
     for field in attrs.fields(LLMScalerStatus):
         meta = FIELDS[LLMScalerStatus][field.name]
         raw = obj.get(meta.json)

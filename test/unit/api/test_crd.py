@@ -1,0 +1,244 @@
+"""The generated CRD: in sync with the types, structural, documented, and its CEL rules agree
+with the Python parser on the same objects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import celpy
+import kubernetes_validate
+import pytest
+import yaml
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
+
+from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, SpecError
+from llmscaler_runtime.api.v1alpha1._codec import (
+    RULE_CHECKS,
+    _decode_value,
+    _Problems,
+    decode_object,
+    type_hints,
+)
+from llmscaler_runtime.api.v1alpha1.crd import crd_manifest, iter_rules, render_crd_yaml
+from llmscaler_runtime.api.v1alpha1.fields import FIELDS, NO_VALUE, TYPES, Rule
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_PATH = ROOT / "config/crd/bases/autoscaling.modelsphere.dev_llmscalers.yaml"
+GEN = ROOT / "hack/gen_crd.py"
+
+
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = crd_manifest()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _walk(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from _walk(sub, f"{path}.{name}")
+    if "items" in schema:
+        yield from _walk(schema["items"], f"{path}[]")
+
+
+def test_committed_crd_matches_the_types() -> None:
+    assert CRD_PATH.read_text() == render_crd_yaml(), "run `make manifests`"
+
+
+def test_check_mode_detects_a_stale_file(tmp_path: Path) -> None:
+    out = tmp_path / "crd.yaml"
+    run = [sys.executable, str(GEN), "--output", str(out)]
+    stale = subprocess.run([*run, "--check"], capture_output=True, text=True, check=False)
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    subprocess.run(run, check=True)
+    fresh = subprocess.run([*run, "--check"], capture_output=True, text=True, check=False)
+    assert fresh.returncode == 0, fresh.stderr
+    out.write_text(out.read_text().replace("default: 15", "default: 16"))
+    edited = subprocess.run([*run, "--check"], capture_output=True, text=True, check=False)
+    assert edited.returncode == 1 and "+                default: 15" in edited.stderr
+
+
+def test_crd_is_a_valid_apiextensions_v1_object() -> None:
+    (doc,) = list(yaml.safe_load_all(CRD_PATH.read_text()))
+    kubernetes_validate.validate(doc, "1.32", strict=True)
+
+
+def test_schema_is_structural_and_documented() -> None:
+    for path, node in _walk(_schema()):
+        assert "type" in node, f"{path or '<root>'} has no type"
+        if path and path != ".metadata":
+            assert node.get("description"), f"{path} has no description for kubectl explain"
+
+
+def test_names_columns_and_subresources() -> None:
+    spec = crd_manifest()["spec"]
+    assert spec["names"]["shortNames"] == ["llms"]
+    assert spec["scope"] == "Namespaced"
+    version = spec["versions"][0]
+    assert version["subresources"] == {"status": {}}
+    columns = [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")]
+    assert columns == ["MinReplicas", "MaxReplicas", "CurrentReplicas", "DesiredReplicas", "Age"]
+
+
+def test_schema_defaults_bounds_and_status_shape() -> None:
+    props = _schema()["properties"]
+    spec = props["spec"]["properties"]
+    assert spec["metricProvider"]["default"] == "Prometheus"
+    assert (spec["syncPeriodSeconds"]["default"], spec["syncPeriodSeconds"]["minimum"]) == (15, 1)
+    assert (spec["retryPeriodSeconds"]["default"], spec["retryPeriodSeconds"]["minimum"]) == (10, 1)
+    assert spec["minReplicas"]["minimum"] == 0 and spec["minReplicas"]["format"] == "int32"
+    assert spec["scaleDown"]["default"] == {}
+    scale_down = spec["scaleDown"]["properties"]
+    assert scale_down["behavior"]["enum"] == ["CacheAware", "None"]
+    assert scale_down["behavior"]["default"] == "CacheAware"
+    assert spec["customProvider"]["properties"]["path"]["default"] == "/decisions"
+    assert spec["serverHeaders"]["additionalProperties"] == {"type": "string"}
+    assert props["spec"]["required"] == ["targetRef", "serverAddress", "minReplicas", "maxReplicas"]
+    status = props["status"]["properties"]
+    conditions = status["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert conditions["items"]["required"] == [
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+    ]
+    assert status["lastScaleTime"]["format"] == "date-time"
+
+
+def test_every_field_has_metadata_and_defaults_match_the_attrs_defaults() -> None:
+    for cls, metas in FIELDS.items():
+        assert set(metas) == {f.name for f in attrs.fields(cls)}, cls
+        assert cls in TYPES
+        for field in attrs.fields(cls):
+            meta = metas[field.name]
+            if meta.default is NO_VALUE or field.default is attrs.NOTHING:
+                continue
+            factory = getattr(field.default, "factory", None)
+            attrs_default = factory() if factory is not None else field.default
+            problems = _Problems()
+            decoded = _decode_value(type_hints(cls)[field.name], meta, meta.default, "x", problems)
+            assert not problems and decoded == attrs_default, (cls, field.name)
+
+
+# --- CEL -------------------------------------------------------------------------------------
+
+_ENV = celpy.Environment()
+
+
+def _cel(rule: str, value: Any) -> bool:
+    program = _ENV.program(_ENV.compile(rule))
+    result = program.evaluate({"self": json_to_cel(value)})
+    if isinstance(result, CELEvalError):
+        raise result
+    return bool(result)
+
+
+def _rules_by_path() -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path, rule in iter_rules(_schema()):
+        out.setdefault(path, []).append(rule)
+    return out
+
+
+def test_cel_rules_compile_and_sit_where_expected() -> None:
+    rules = _rules_by_path()
+    assert sorted(rules) == [".spec", ".spec.metrics[].target"]
+    assert len(rules[".spec"]) == 3
+    for entries in rules.values():
+        for entry in entries:
+            _ENV.compile(entry["rule"])
+            assert entry["message"]
+
+
+TARGETS = [
+    "0.8",
+    "80",
+    "1e3",
+    ".5",
+    "+2",
+    "1.",
+    "80%",
+    "0",
+    "0.0",
+    "-1",
+    "inf",
+    "nan",
+    "1_000",
+    " 1",
+    "0x10",
+    "1e999",
+    "1e-400",
+    "abc",
+    "1e5%",
+    "00.10",
+    "3.40e+01",
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_target_rule_agrees_with_the_parser(target: str) -> None:
+    (rule,) = _rules_by_path()[".spec.metrics[].target"]
+    python_ok = RULE_CHECKS[_rule_for(rule)](target) is None
+    assert _cel(rule["rule"], target) == python_ok
+
+
+def _rule_for(entry: dict[str, Any]) -> Rule:
+    return next(r for r in RULE_CHECKS if r.rule == entry["rule"])
+
+
+def _spec(**over: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"},
+        "serverAddress": "http://p:9090",
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "metrics": [{"query": "q", "target": "1"}],
+    }
+    spec.update(over)
+    return {k: v for k, v in spec.items() if v is not None}
+
+
+SPECS = {
+    "ok": (_spec(), True),
+    "ok-explicit-prometheus": (_spec(metricProvider="Prometheus"), True),
+    "min-equals-max": (_spec(minReplicas=3), True),
+    "min-above-max": (_spec(minReplicas=4), False),
+    "zero-zero": (_spec(minReplicas=0, maxReplicas=0), True),
+    "prometheus-no-metrics": (_spec(metrics=None), False),
+    "prometheus-empty-metrics": (_spec(metrics=[]), False),
+    "custom-ok": (
+        _spec(metricProvider="Custom", metrics=None, customProvider={"serviceId": "s"}),
+        True,
+    ),
+    "custom-no-provider": (_spec(metricProvider="Custom", metrics=None), False),
+    "custom-no-provider-with-metrics": (_spec(metricProvider="Custom"), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_spec_rules_agree_with_the_parser(name: str) -> None:
+    spec, valid = SPECS[name]
+    cel_ok = all(_cel(entry["rule"], spec) for entry in _rules_by_path()[".spec"])
+    python_ok = all(
+        RULE_CHECKS[_rule_for(entry)](spec) is None for entry in _rules_by_path()[".spec"]
+    )
+    assert cel_ok == python_ok == valid
+    if valid:
+        LLMScalerSpec.from_dict(spec)
+    else:
+        with pytest.raises(SpecError):
+            LLMScalerSpec.from_dict(spec)
+
+
+def test_decoding_the_crd_defaults_gives_a_valid_object() -> None:
+    problems = _Problems()
+    assert decode_object(ScaleDown, {}, "spec.scaleDown", problems) == ScaleDown()
+    assert not problems
