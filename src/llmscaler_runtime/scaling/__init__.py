@@ -1,0 +1,40 @@
+"""The LLM scaling pipeline: swappable steps and the LLMScaler reconciler that composes them.
+
+Read ``reconciler.py`` first: it shows one sync from the cached scaler to the status write.
+Each step (rollout guard, metric fetch, recommendation, pacing, victim selection, write) lives
+in its own module behind a one-method protocol, so a library user can replace one of them via
+:class:`Steps` without touching the rest.
+"""
+
+from llmscaler_runtime.scaling.http import FetchError, HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.pacing import HistoryStore, ScaleDownPacer
+from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps, default_steps
+from llmscaler_runtime.scaling.setup import setup
+from llmscaler_runtime.scaling.types import (
+    History,
+    Measurement,
+    MetricReading,
+    Plan,
+    PodCost,
+    Recommendation,
+    TargetView,
+)
+
+__all__ = [
+    "FetchError",
+    "History",
+    "HistoryStore",
+    "HttpOptions",
+    "LLMScalerReconciler",
+    "Measurement",
+    "MetricHttpClient",
+    "MetricReading",
+    "Plan",
+    "PodCost",
+    "Recommendation",
+    "ScaleDownPacer",
+    "Steps",
+    "TargetView",
+    "default_steps",
+    "setup",
+]

@@ -1,0 +1,253 @@
+"""HTTP transport for metric sources: one pooled client, hard limits, retries, coalescing.
+
+Every scaler polls its metric source on a period, so this layer is built for many small
+requests: one ``httpx.Client`` shares connections across scalers; each request is bounded in
+time (connect and total timeouts, enforced while the body streams in) and in size (a capped
+body, so a misconfigured endpoint cannot exhaust memory); transient failures are retried a few
+times, but only while the retries still fit in the caller's budget (the sync period), so a dead
+source never makes a sync overrun its own schedule. Identical requests (same URL, query and
+headers) made within a short TTL are coalesced: the first caller fetches, concurrent and later
+callers share its answer, so the load on Prometheus grows with unique queries, not with scalers.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import attrs
+import httpx
+import tenacity
+from cachetools import TTLCache
+
+__all__ = ["FetchError", "HttpOptions", "HttpResponse", "MetricHttpClient"]
+
+MiB = 1024 * 1024
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@attrs.frozen
+class HttpOptions:
+    """Transport settings shared by every metric fetch of a manager.
+
+    ``timeout`` bounds one attempt from connect to the last body byte; ``max_attempts``
+    bounds retries, which additionally stop when another attempt would overrun the budget.
+    ``coalesce_ttl`` is how long an answer is shared between identical requests (0 disables).
+    """
+
+    connect_timeout: float = attrs.field(default=2.0, validator=attrs.validators.gt(0))
+    timeout: float = attrs.field(default=5.0, validator=attrs.validators.gt(0))
+    ca_bundle: str | None = None
+    insecure_skip_verify: bool = False
+    max_response_bytes: int = attrs.field(default=4 * MiB, validator=attrs.validators.gt(0))
+    max_attempts: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    retry_wait: float = attrs.field(default=0.2, validator=attrs.validators.ge(0))
+    coalesce_ttl: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
+    max_connections: int = attrs.field(default=64, validator=attrs.validators.ge(1))
+
+
+@attrs.frozen
+class HttpResponse:
+    """A complete, size-checked response."""
+
+    status: int
+    content_type: str
+    body: bytes
+    url: str
+
+    @property
+    def media_type(self) -> str:
+        """The content type without parameters, lower-cased ("application/json")."""
+        return self.content_type.split(";", 1)[0].strip().lower()
+
+
+class FetchError(Exception):
+    """The request got no usable response (refused, timed out, too large, TLS failure)."""
+
+
+class _RetryableStatus(Exception):
+    def __init__(self, response: HttpResponse) -> None:
+        super().__init__(f"HTTP {response.status}")
+        self.response = response
+
+
+class _Flight:
+    """One key's fetch in progress: callers of the same key queue on its lock."""
+
+    __slots__ = ("lock", "waiters")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiters = 0
+
+
+_Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+class MetricHttpClient:
+    """Thread-safe GET client for metric sources (see module docstring)."""
+
+    def __init__(
+        self,
+        options: HttpOptions | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.options = options or HttpOptions()
+        self._clock = clock
+        self._sleep = sleep
+        verify: ssl.SSLContext | bool
+        if self.options.insecure_skip_verify:
+            verify = False
+        elif self.options.ca_bundle:
+            verify = ssl.create_default_context(cafile=self.options.ca_bundle)
+        else:
+            verify = True
+        self._client = httpx.Client(
+            verify=verify,
+            transport=transport,
+            follow_redirects=False,
+            limits=httpx.Limits(
+                max_connections=self.options.max_connections,
+                max_keepalive_connections=self.options.max_connections,
+            ),
+        )
+        self._lock = threading.Lock()
+        self._cache: TTLCache[_Key, HttpResponse | FetchError] | None = (
+            TTLCache(maxsize=4096, ttl=self.options.coalesce_ttl, timer=clock)
+            if self.options.coalesce_ttl > 0
+            else None
+        )
+        self._inflight: dict[_Key, _Flight] = {}
+        self.requests_sent = 0  # attempts that reached the network layer; for tests and metrics
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._client.close()
+
+    def get(
+        self,
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        budget: float | None = None,
+    ) -> HttpResponse:
+        """GET ``url``; return the response (any status) or raise FetchError.
+
+        ``budget`` is the time the caller can spend in total, retries included.
+        """
+        params = dict(params or {})
+        headers = dict(headers or {})
+        if self._cache is None:
+            return self._fetch(url, params, headers, budget)
+        key: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is None:
+                flight = self._inflight.setdefault(key, _Flight())
+                flight.waiters += 1
+        if hit is not None:
+            return _unwrap(hit)
+        try:
+            with flight.lock:
+                with self._lock:
+                    hit = self._cache.get(key)
+                if hit is None:
+                    try:
+                        hit = self._fetch(url, params, headers, budget)
+                    except FetchError as exc:
+                        hit = exc
+                    with self._lock:
+                        self._cache[key] = hit
+        finally:
+            with self._lock:
+                flight.waiters -= 1
+                if flight.waiters == 0:
+                    self._inflight.pop(key, None)
+        return _unwrap(hit)
+
+    def _fetch(
+        self, url: str, params: dict[str, str], headers: dict[str, str], budget: float | None
+    ) -> HttpResponse:
+        opts = self.options
+        started = self._clock()
+
+        clock = self._clock
+
+        class _OutOfBudget(tenacity.stop.stop_base):
+            """Stop when another full attempt would overrun the caller's budget."""
+
+            def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+                if budget is None:
+                    return False
+                return (clock() - started) + opts.timeout > budget
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(opts.max_attempts) | _OutOfBudget(),
+            wait=tenacity.wait_exponential(multiplier=opts.retry_wait, max=2.0),
+            retry=tenacity.retry_if_exception_type((FetchError, _RetryableStatus)),
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, url, params, headers)
+        except _RetryableStatus as exc:
+            return exc.response
+
+    def _attempt(self, url: str, params: dict[str, str], headers: dict[str, str]) -> HttpResponse:
+        opts = self.options
+        deadline = self._clock() + opts.timeout
+        timeout = httpx.Timeout(opts.timeout, connect=min(opts.connect_timeout, opts.timeout))
+        with self._lock:
+            self.requests_sent += 1
+        try:
+            with self._client.stream(
+                "GET", url, params=params, headers=headers, timeout=timeout
+            ) as resp:
+                declared = resp.headers.get("content-length")
+                if (
+                    declared is not None
+                    and declared.isdigit()
+                    and int(declared) > opts.max_response_bytes
+                ):
+                    raise FetchError(
+                        f"response of {declared} bytes exceeds the "
+                        f"{opts.max_response_bytes}-byte limit"
+                    )
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > opts.max_response_bytes:
+                        raise FetchError(
+                            f"response exceeds the {opts.max_response_bytes}-byte limit"
+                        )
+                    if self._clock() > deadline:
+                        raise FetchError(f"response took longer than {opts.timeout:g}s")
+                    chunks.append(chunk)
+                result = HttpResponse(
+                    resp.status_code,
+                    resp.headers.get("content-type", ""),
+                    b"".join(chunks),
+                    str(resp.url),
+                )
+        except httpx.TimeoutException as exc:
+            raise FetchError(f"timed out after {opts.timeout:g}s ({type(exc).__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise FetchError(f"{type(exc).__name__}: {exc}") from exc
+        except ssl.SSLError as exc:
+            raise FetchError(f"TLS error: {exc}") from exc
+        if result.status in _RETRY_STATUSES:
+            raise _RetryableStatus(result)
+        return result
+
+
+def _unwrap(hit: HttpResponse | FetchError) -> HttpResponse:
+    if isinstance(hit, FetchError):
+        raise FetchError(str(hit))
+    return hit

@@ -1,0 +1,129 @@
+"""Scale-down pacing: stabilization window, step cap and settle guard.
+
+Scale-up is applied at once; scale-down is damped three ways:
+
+* stabilization: hold at the largest recommendation seen within the window, so a brief dip
+  does not throw away warm caches. After a scale-down write the history is replaced by the
+  count written, so the next step waits a full window too. The stabilized value is clamped
+  again, so lowering maxReplicas takes effect at once even if older, higher samples remain.
+* seeding: a scaler's first sync (after a restart or leader hand-over) seeds the history with
+  the target's current spec.replicas, so a restart never skips the window (the HPA does the
+  same).
+* step cap (maxStepReplicas) bounds how many replicas one write removes, and the settle guard
+  waits, between the steps of a walk-down, for the fleet to reach its size (ready ==
+  spec.replicas, nothing terminating) before the next step.
+
+The pacer itself is pure; per-scaler history lives in :class:`HistoryStore`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+import attrs
+
+from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
+from llmscaler_runtime.scaling.recommend import clamp
+from llmscaler_runtime.scaling.types import History, Plan, Recommendation, TargetView
+
+__all__ = ["HistoryStore", "Pacer", "ScaleDownPacer", "is_settled"]
+
+
+class Pacer(Protocol):
+    """Turns a recommendation into this sync's write, given the scaler's history."""
+
+    def pace(
+        self,
+        history: History | None,
+        spec: LLMScalerSpec,
+        target: TargetView,
+        recommendation: Recommendation,
+        now: float,
+    ) -> Plan: ...
+
+
+def is_settled(target: TargetView) -> bool:
+    """The fleet has reached its size: every requested replica ready, none terminating."""
+    return target.ready_replicas == target.spec_replicas and not target.terminating_replicas
+
+
+@attrs.frozen
+class ScaleDownPacer:
+    """The default pacer (see module docstring)."""
+
+    def pace(
+        self,
+        history: History | None,
+        spec: LLMScalerSpec,
+        target: TargetView,
+        recommendation: Recommendation,
+        now: float,
+    ) -> Plan:
+        current = target.spec_replicas
+        window = float(spec.scale_down.stabilization_window_seconds)
+        if history is None:
+            history = History(samples=((now, current),))
+        kept = tuple((t, r) for (t, r) in history.samples if now - t < window)
+        stepping = history.stepping_down and not is_settled(target)
+
+        if recommendation.replicas is None:
+            # Nothing measurable: hold, and remember nothing new.
+            held = History(kept, stepping)
+            return Plan(current, current, current, "no-measurement", held, held)
+
+        rec = recommendation.replicas
+        samples = (*kept, (now, rec))
+        if rec >= current:
+            desired = rec
+        else:
+            window_max = max(r for (_, r) in samples)
+            desired = min(current, window_max)
+        desired, _ = clamp(desired, spec)
+
+        held_by: str | None = "stabilization" if rec < desired else None
+        replicas = desired
+        if desired < current:
+            if stepping:
+                replicas, held_by = current, "settle"
+            else:
+                cap = spec.scale_down.max_step_replicas
+                if cap > 0 and current - desired > cap:
+                    replicas, held_by = current - cap, "step-cap"
+
+        unwritten = History(samples, stepping)
+        if replicas < current:
+            written = History(((now, replicas),), True)
+        elif replicas > current:
+            written = History(samples, False)
+        else:
+            written = unwritten
+        return Plan(current, desired, replicas, held_by, written, unwritten)
+
+
+class HistoryStore:
+    """Per-scaler pacing history keyed by the scaler's UID; dropped when the scaler goes away.
+
+    Keyed by UID rather than name so a scaler deleted and re-created under the same name
+    starts afresh. Thread-safe: reconciles of different scalers run concurrently.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_uid: dict[str, History] = {}
+
+    def get(self, uid: str) -> History | None:
+        with self._lock:
+            return self._by_uid.get(uid)
+
+    def put(self, uid: str, history: History) -> None:
+        with self._lock:
+            self._by_uid[uid] = history
+
+    def forget(self, uid: str) -> None:
+        with self._lock:
+            self._by_uid.pop(uid, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_uid)

@@ -1,0 +1,727 @@
+"""The LLMScaler reconciler: one sync, composed of swappable steps.
+
+Order of a sync (each step is a small class from this package, bundled in :class:`Steps`):
+
+    scaler from cache ─ parse ─ one-writer check ─ target lookup ─ rollout guard
+      ─ metric fetch ─ recommendation ─ pacing ─ victim selection ─ write ─ status
+
+Every sync ends in ``Result(requeue_after=...)``: the sync period when it worked (periodic
+evaluation is what drives scaling), the retry period when anything failed. Errors are caught
+here on purpose: handed to the controller they would land in the workqueue's exponential
+backoff, which can grow to many minutes and silently stop a scaler from reacting.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from llmscaler_runtime.api.v1alpha1 import (
+    API_VERSION,
+    KIND,
+    LLMScaler,
+    LLMScalerStatus,
+    MetricProvider,
+    ScaleDownBehavior,
+    SpecError,
+)
+from llmscaler_runtime.controller.types import Request, Result
+from llmscaler_runtime.kube.errors import ApiError, NotFound
+from llmscaler_runtime.log import get_logger
+from llmscaler_runtime.scaling.conflicts import ConflictResolver, OldestScalerWins
+from llmscaler_runtime.scaling.guards import DeploymentRolloutGuard, RolloutGuard
+from llmscaler_runtime.scaling.http import MetricHttpClient
+from llmscaler_runtime.scaling.pacing import HistoryStore, Pacer, ScaleDownPacer
+from llmscaler_runtime.scaling.providers.base import (
+    CostSource,
+    MetricError,
+    MetricFetcher,
+    ProviderFetcher,
+)
+from llmscaler_runtime.scaling.providers.decision import DecisionProvider
+from llmscaler_runtime.scaling.providers.prometheus import PrometheusProvider
+from llmscaler_runtime.scaling.recommend import HpaRecommender, Recommender
+from llmscaler_runtime.scaling.status import (
+    ABLE_TO_SCALE,
+    PREEMPTION,
+    READY,
+    SCALING_ACTIVE,
+    SCALING_LIMITED,
+    ConditionDraft,
+    build_status,
+    status_patch,
+)
+from llmscaler_runtime.scaling.target import TargetError, target_view
+from llmscaler_runtime.scaling.types import (
+    Measurement,
+    Plan,
+    PodCost,
+    Recommendation,
+    TargetView,
+)
+from llmscaler_runtime.scaling.victims import (
+    CacheAwareVictimSelector,
+    VictimSelector,
+    pods_from_objects,
+    selector_string,
+)
+from llmscaler_runtime.scaling.write import FIELD_MANAGER, ReplicaWriter, SsaReplicaWriter
+
+__all__ = [
+    "DEFAULT_RETRY_PERIOD",
+    "Clock",
+    "EventSink",
+    "LLMScalerReconciler",
+    "ScalerCache",
+    "ScalerClient",
+    "Steps",
+    "SystemClock",
+    "default_steps",
+]
+
+DEFAULT_RETRY_PERIOD = 10.0
+EventType = Literal["Normal", "Warning"]
+_log = get_logger("llmscaler.scaling")
+
+
+class Clock(Protocol):
+    """Wall-clock seconds since the epoch; injected so timing rules test without sleeping."""
+
+    def now(self) -> float: ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> float:
+        return time.time()
+
+
+class ScalerCache(Protocol):
+    """The reads the reconciler makes from the informer cache."""
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+
+class ScalerClient(Protocol):
+    """The direct API calls the reconciler makes (a subset of ``kube.Client``)."""
+
+    def get(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def list_all(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = 500,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> tuple[list[dict[str, Any]], str]: ...
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: Literal["merge", "strategic", "json"] = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class EventSink(Protocol):
+    """Where Kubernetes Events go (``events.EventRecorder`` aggregates repeats)."""
+
+    def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None: ...
+
+
+@attrs.frozen
+class Steps:
+    """The pipeline's steps; replace one with ``attrs.evolve(default_steps(), fetcher=...)``."""
+
+    fetcher: MetricFetcher
+    cost_source: CostSource | None
+    guard: RolloutGuard = attrs.field(factory=DeploymentRolloutGuard)
+    recommender: Recommender = attrs.field(factory=HpaRecommender)
+    pacer: Pacer = attrs.field(factory=ScaleDownPacer)
+    victims: VictimSelector = attrs.field(factory=CacheAwareVictimSelector)
+    writer: ReplicaWriter = attrs.field(factory=SsaReplicaWriter)
+    conflicts: ConflictResolver = attrs.field(factory=OldestScalerWins)
+
+
+def default_steps(http: MetricHttpClient | None = None) -> Steps:
+    """The standard pipeline, with both providers sharing one HTTP client."""
+    http = http or MetricHttpClient()
+    prometheus = PrometheusProvider(http)
+    return Steps(
+        fetcher=ProviderFetcher(prometheus=prometheus, custom=DecisionProvider(http)),
+        cost_source=prometheus,
+    )
+
+
+def _cond(type_: str, ok: bool | None, reason: str, message: str) -> ConditionDraft:
+    return ConditionDraft(type_, ok, reason, message)
+
+
+def _retry_period(obj: Mapping[str, Any]) -> float:
+    """retryPeriodSeconds straight from the raw object, for specs that do not parse."""
+    value = (obj.get("spec") or {}).get("retryPeriodSeconds")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return DEFAULT_RETRY_PERIOD
+
+
+class _SyncFailed(Exception):
+    """Ends a sync early with a status already decided; carries the drafts to write."""
+
+    def __init__(self, drafts: Sequence[ConditionDraft], current: int | None = None) -> None:
+        super().__init__(drafts[0].message if drafts else "sync failed")
+        self.drafts = tuple(drafts)
+        self.current = current
+
+
+class LLMScalerReconciler:
+    """Reconciles LLMScalers (see module docstring); implements ``controller.Reconciler``."""
+
+    def __init__(
+        self,
+        client: ScalerClient,
+        cache: ScalerCache,
+        recorder: EventSink,
+        *,
+        steps: Steps | None = None,
+        clock: Clock | None = None,
+        field_manager: str = FIELD_MANAGER,
+        leader_check: Callable[[], bool] | None = None,
+        history: HistoryStore | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.steps = steps or default_steps()
+        if field_manager != FIELD_MANAGER and isinstance(self.steps.writer, SsaReplicaWriter):
+            self.steps = attrs.evolve(self.steps, writer=SsaReplicaWriter(field_manager))
+        self.clock: Clock = clock or SystemClock()
+        self.leader_check = leader_check
+        self.history = history or HistoryStore()
+        self._uids: dict[str, str] = {}
+        self._uids_lock = threading.Lock()
+
+    # -- entry point ---------------------------------------------------------------------
+
+    def reconcile(self, request: Request) -> Result:
+        key = f"{request.namespace}/{request.name}"
+        obj = self.cache.get(API_VERSION, KIND, request.name, request.namespace)
+        if obj is None:
+            with self._uids_lock:
+                uid = self._uids.pop(key, None)
+            if uid is not None:
+                self.history.forget(uid)
+                _log.info("scaler deleted; history dropped", scaler=key)
+            return Result()
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid", ""))
+        with self._uids_lock:
+            previous = self._uids.get(key)
+            self._uids[key] = uid
+        if previous is not None and previous != uid:
+            self.history.forget(previous)  # deleted and re-created under the same name
+        if meta.get("deletionTimestamp"):
+            return Result()
+        retry = _retry_period(obj)
+        if self.leader_check is not None and not self.leader_check():
+            return Result(requeue_after=retry)
+        try:
+            scaler = LLMScaler.from_dict(obj)
+        except SpecError as exc:
+            return self._invalid_spec(obj, exc, retry)
+        try:
+            return self._sync(obj, scaler)
+        except Exception as exc:  # never let a bug park the scaler in exponential backoff
+            _log.exception("sync failed unexpectedly", scaler=key)
+            self._event(obj, "Warning", "SyncFailed", f"sync failed: {exc}")
+            self._write_status(
+                obj,
+                scaler,
+                [_cond(READY, False, "SyncFailed", f"The last sync failed: {exc}; retrying.")],
+            )
+            return Result(requeue_after=float(scaler.spec.retry_period_seconds))
+
+    # -- the pipeline ----------------------------------------------------------------------
+
+    def _sync(self, obj: dict[str, Any], scaler: LLMScaler) -> Result:
+        spec = scaler.spec
+        retry = Result(requeue_after=float(spec.retry_period_seconds))
+        ok = Result(requeue_after=float(spec.sync_period_seconds))
+        preemption = self._preemption_draft(scaler)
+
+        try:
+            target = self._checked_target(obj, scaler)
+        except _SyncFailed as failed:
+            self._write_status(obj, scaler, [*failed.drafts, *preemption], current=failed.current)
+            return retry
+
+        decision = self.steps.guard.check(target)
+        if not decision.proceed:
+            _log.info("rollout guard defers scaling", scaler=scaler.key, reason=decision.reason)
+            self._write_status(
+                obj,
+                scaler,
+                [
+                    _cond(
+                        ABLE_TO_SCALE,
+                        False,
+                        "RolloutInProgress",
+                        f"Scaling waits for the rollout of {target.kind} {target.name} to "
+                        f"finish: {decision.reason}.",
+                    ),
+                    _cond(READY, True, "RolloutInProgress", "Waiting for the rollout to settle."),
+                    *preemption,
+                ],
+                current=target.ready_replicas,
+            )
+            return ok
+
+        now = self.clock.now()
+        measurement = self.steps.fetcher.fetch(scaler, float(spec.sync_period_seconds))
+        self._report_measurement_errors(obj, scaler, measurement)
+        recommendation = self.steps.recommender.recommend(spec, target, measurement)
+        history = self.history.get(scaler.uid)
+        plan = self.steps.pacer.pace(history, spec, target, recommendation, now)
+        self._log_decision(scaler, target, measurement, recommendation, plan)
+
+        if recommendation.replicas is None:
+            self.history.put(scaler.uid, plan.history_if_written)
+            reason = (
+                "FailedGetDecision"
+                if spec.metric_provider == MetricProvider.CUSTOM
+                else "FailedGetMetrics"
+            )
+            detail = "; ".join(measurement.errors) or recommendation.reason
+            self._write_status(
+                obj,
+                scaler,
+                [
+                    _cond(
+                        ABLE_TO_SCALE,
+                        True,
+                        "HoldingReplicas",
+                        f"Holding {target.spec_replicas} replicas until the signal can be read.",
+                    ),
+                    _cond(
+                        SCALING_ACTIVE,
+                        False,
+                        reason,
+                        f"No usable signal from {spec.server_address}: {detail}",
+                    ),
+                    _cond(READY, False, reason, f"The last sync could not measure: {detail}"),
+                    *preemption,
+                ],
+                current=target.ready_replicas,
+            )
+            return retry
+
+        scaled = False
+        if plan.changes:
+            costs = self._victims(obj, scaler, target, plan)
+            try:
+                result = self.steps.writer.write(self.client, target, plan.replicas, costs)
+            except ApiError as exc:
+                self.history.put(scaler.uid, plan.history_if_failed)
+                message = (
+                    f"Could not set {target.kind} {target.name} to {plan.replicas} replicas: {exc}"
+                )
+                self._event(obj, "Warning", "FailedRescale", message)
+                self._write_status(
+                    obj,
+                    scaler,
+                    [
+                        _cond(ABLE_TO_SCALE, False, "FailedUpdateScale", message + "; retrying."),
+                        _cond(READY, False, "FailedUpdateScale", message),
+                        *preemption,
+                    ],
+                    current=target.ready_replicas,
+                    desired=plan.desired,
+                )
+                return retry
+            scaled = True
+            for failure in result.cost_failures:
+                self._event(obj, "Warning", "FailedSetDeletionCost", failure)
+            self._event(
+                obj,
+                "Normal",
+                "SuccessfulRescale",
+                f"New size: {plan.replicas} (was {plan.current}); {recommendation.reason}"
+                + (f"; held by {plan.held_by}" if plan.held_by else ""),
+            )
+        self.history.put(scaler.uid, plan.history_if_written)
+
+        drafts = [
+            self._able_draft(target, plan, scaled),
+            self._active_draft(scaler, measurement),
+            self._limited_draft(scaler, recommendation),
+            _cond(READY, True, "Scaling", "The scaler is measuring and scaling its target."),
+            *preemption,
+        ]
+        if not self._write_status(
+            obj,
+            scaler,
+            drafts,
+            current=target.ready_replicas,
+            desired=plan.desired,
+            scaled=scaled,
+        ):
+            return retry
+        return ok
+
+    def _checked_target(self, obj: dict[str, Any], scaler: LLMScaler) -> TargetView:
+        """Ownership check and target lookup; raises _SyncFailed with the status to write."""
+        ref = scaler.spec.target_ref
+        ownership = self.steps.conflicts.resolve(
+            obj, self.cache.list(API_VERSION, KIND, scaler.namespace)
+        )
+        if not ownership.owner:
+            message = (
+                f"LLMScaler {ownership.other!r} is older and already scales {ref.kind} "
+                f"{ref.name}; this scaler writes nothing. Delete one of the two."
+            )
+            self._event(obj, "Warning", "TargetOwnedByAnotherScaler", message)
+            raise _SyncFailed(
+                [
+                    _cond(SCALING_ACTIVE, False, "TargetOwnedByAnotherScaler", message),
+                    _cond(READY, False, "TargetOwnedByAnotherScaler", message),
+                ]
+            )
+        raw = self._get_target(scaler)
+        if raw is None:
+            message = (
+                f"{ref.kind} {ref.name!r} ({ref.api_version}) was not found in namespace "
+                f"{scaler.namespace!r}; scaling starts once it exists."
+            )
+            self._event(obj, "Warning", "FailedGetTarget", message)
+            raise _SyncFailed(
+                [
+                    _cond(ABLE_TO_SCALE, False, "TargetNotFound", message),
+                    _cond(READY, False, "TargetNotFound", message),
+                ]
+            )
+        try:
+            return target_view(raw)
+        except TargetError as exc:
+            message = f"The target cannot be scaled: {exc}."
+            self._event(obj, "Warning", "InvalidTarget", message)
+            raise _SyncFailed(
+                [
+                    _cond(ABLE_TO_SCALE, False, "InvalidTarget", message),
+                    _cond(READY, False, "InvalidTarget", message),
+                ]
+            ) from None
+
+    def _get_target(self, scaler: LLMScaler) -> dict[str, Any] | None:
+        """The target from the cache, else straight from the API (the cache may be warming)."""
+        ref = scaler.spec.target_ref
+        try:
+            cached = self.cache.get(ref.api_version, ref.kind, ref.name, scaler.namespace)
+        except LookupError:
+            cached = None  # kind not served (yet): the direct read below says so for certain
+        if cached is not None:
+            return cached
+        try:
+            return self.client.get(ref.api_version, ref.kind, ref.name, scaler.namespace)
+        except (NotFound, LookupError):
+            return None
+
+    def _victims(
+        self, obj: dict[str, Any], scaler: LLMScaler, target: TargetView, plan: Plan
+    ) -> tuple[PodCost, ...]:
+        """Deletion-cost changes for a Deployment scale-down under CacheAware; else none."""
+        spec = scaler.spec
+        if (
+            not plan.scale_down
+            or target.kind != "Deployment"
+            or target.group != "apps"
+            or spec.scale_down.behavior != ScaleDownBehavior.CACHE_AWARE
+            or target.selector is None
+        ):
+            return ()
+        try:
+            selector = selector_string(target.selector)
+            items, _ = self.client.list_all("v1", "Pod", scaler.namespace, label_selector=selector)
+        except (ApiError, ValueError) as exc:
+            _log.warning("cannot list the target's pods; scaling without hints", error=str(exc))
+            return ()
+        pods = pods_from_objects(items)
+        costs: Mapping[str, int] | None = None
+        query = spec.scale_down.deletion_cost_query
+        if query and spec.metric_provider == MetricProvider.CUSTOM:
+            _log.info("deletionCostQuery ignored under the Custom provider", scaler=scaler.key)
+        elif query and self.steps.cost_source is not None:
+            try:
+                costs = self.steps.cost_source.pod_costs(scaler, float(spec.sync_period_seconds))
+            except MetricError as exc:
+                self._event(
+                    obj,
+                    "Warning",
+                    "FailedGetDeletionCost",
+                    f"deletionCostQuery failed ({exc}); removing the newest pods first instead",
+                )
+        remove = plan.current - plan.replicas
+        changes = self.steps.victims.select(pods, remove, costs)
+        _log.info(
+            "victim selection",
+            scaler=scaler.key,
+            remove=remove,
+            pods=len(pods),
+            source="deletionCostQuery" if costs is not None else "newest-first",
+            changes={c.pod: c.cost for c in changes},
+        )
+        return changes
+
+    # -- reporting -------------------------------------------------------------------------
+
+    def _report_measurement_errors(
+        self, obj: dict[str, Any], scaler: LLMScaler, measurement: Measurement
+    ) -> None:
+        if not measurement.errors:
+            return
+        reason = (
+            "FailedGetDecision"
+            if scaler.spec.metric_provider == MetricProvider.CUSTOM
+            else "FailedGetMetrics"
+        )
+        for line in measurement.errors:
+            self._event(obj, "Warning", reason, line)
+        _log.warning("metric fetch failed", scaler=scaler.key, errors=list(measurement.errors))
+
+    def _able_draft(self, target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:
+        if scaled:
+            extra = (
+                f" (step capped; heading to {plan.desired})" if plan.held_by == "step-cap" else ""
+            )
+            return _cond(
+                ABLE_TO_SCALE,
+                True,
+                "SucceededRescale",
+                f"Set {target.kind} {target.name} to {plan.replicas} replicas{extra}.",
+            )
+        if plan.held_by == "settle":
+            return _cond(
+                ABLE_TO_SCALE,
+                True,
+                "WaitingForFleetToSettle",
+                f"Next scale-down step waits until all {target.spec_replicas} replicas are "
+                f"ready and none is terminating (ready {target.ready_replicas}, terminating "
+                f"{target.terminating_replicas or 0}).",
+            )
+        if plan.held_by == "stabilization":
+            return _cond(
+                ABLE_TO_SCALE,
+                True,
+                "ScaleDownStabilized",
+                f"Holding at {plan.desired} replicas: a higher recommendation was seen within "
+                "the scale-down stabilization window.",
+            )
+        return _cond(
+            ABLE_TO_SCALE, True, "ReadyForNewScale", "The recommendation matches the target."
+        )
+
+    def _active_draft(self, scaler: LLMScaler, measurement: Measurement) -> ConditionDraft:
+        if scaler.spec.metric_provider == MetricProvider.CUSTOM:
+            return _cond(
+                SCALING_ACTIVE,
+                True,
+                "ValidDecisionFound",
+                f"The decision server asked for {measurement.decision} replicas.",
+            )
+        skipped = [r for r in measurement.readings if r.value is None]
+        if skipped:
+            names = ", ".join(r.name for r in skipped)
+            return _cond(
+                SCALING_ACTIVE,
+                True,
+                "SomeMetricsSkipped",
+                f"Scaling on the remaining metrics; skipped: {names} (see events).",
+            )
+        return _cond(
+            SCALING_ACTIVE, True, "ValidMetricFound", "Every metric returned a usable value."
+        )
+
+    def _limited_draft(self, scaler: LLMScaler, rec: Recommendation) -> ConditionDraft:
+        spec = scaler.spec
+        if rec.limited == "TooManyReplicas":
+            return _cond(
+                SCALING_LIMITED,
+                True,
+                "TooManyReplicas",
+                f"The signal asks for more than maxReplicas ({spec.max_replicas}); raise "
+                "maxReplicas if the fleet is overloaded.",
+            )
+        if rec.limited == "TooFewReplicas":
+            return _cond(
+                SCALING_LIMITED,
+                True,
+                "TooFewReplicas",
+                f"The signal asks for fewer than minReplicas ({spec.min_replicas}).",
+            )
+        return _cond(
+            SCALING_LIMITED,
+            False,
+            "DesiredWithinRange",
+            f"The recommendation is within [{spec.min_replicas}, {spec.max_replicas}].",
+        )
+
+    @staticmethod
+    def _preemption_draft(scaler: LLMScaler) -> list[ConditionDraft]:
+        if scaler.spec.preemption is None:
+            return []
+        return [
+            _cond(
+                PREEMPTION,
+                False,
+                "NotImplemented",
+                "spec.preemption is accepted but not implemented: it has no effect on scaling.",
+            )
+        ]
+
+    def _invalid_spec(self, obj: dict[str, Any], exc: SpecError, retry: float) -> Result:
+        message = "Invalid spec: " + "; ".join(exc.problems or (str(exc),))
+        self._event(obj, "Warning", "InvalidSpec", message)
+        old = LLMScalerStatus.from_dict(obj.get("status") or {}, strict=False)
+        meta = obj.get("metadata") or {}
+        generation = meta.get("generation")
+        new = build_status(
+            old,
+            [
+                _cond(SCALING_ACTIVE, False, "InvalidSpec", message),
+                _cond(READY, False, "InvalidSpec", message),
+            ],
+            now=self.clock.now(),
+            generation=generation if isinstance(generation, int) else 0,
+            current_replicas=None,
+            desired_replicas=None,
+            scaled=False,
+        )
+        self._patch_status(obj, new)
+        return Result(requeue_after=retry)
+
+    def _write_status(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        drafts: Sequence[ConditionDraft],
+        *,
+        current: int | None = None,
+        desired: int | None = None,
+        scaled: bool = False,
+    ) -> bool:
+        drop = () if scaler.spec.preemption is not None else (PREEMPTION,)
+        new = build_status(
+            scaler.status,
+            drafts,
+            now=self.clock.now(),
+            generation=scaler.generation,
+            current_replicas=current,
+            desired_replicas=desired,
+            scaled=scaled,
+            drop=drop,
+        )
+        return self._patch_status(obj, new)
+
+    def _patch_status(self, obj: dict[str, Any], new: LLMScalerStatus) -> bool:
+        patch = status_patch(obj.get("status"), new)
+        if patch is None:
+            return True
+        meta = obj.get("metadata") or {}
+        try:
+            self.client.patch(
+                API_VERSION,
+                KIND,
+                str(meta.get("name")),
+                patch,
+                meta.get("namespace"),
+                patch_type="merge",
+                subresource="status",
+            )
+        except ApiError as exc:
+            _log.warning("status write failed", error=str(exc), scaler=meta.get("name"))
+            return False
+        return True
+
+    def _event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
+        try:
+            self.recorder.event(obj, type_, reason, message)
+        except Exception:  # events are best effort; never fail a sync over one
+            _log.warning("event not recorded", reason=reason, exc_info=True)
+
+    @staticmethod
+    def _log_decision(
+        scaler: LLMScaler,
+        target: TargetView,
+        measurement: Measurement,
+        rec: Recommendation,
+        plan: Plan,
+    ) -> None:
+        spec = scaler.spec
+        _log.info(
+            "scaling decision",
+            scaler=scaler.key,
+            target=f"{target.kind}/{target.name}",
+            provider=measurement.provider,
+            metrics=[
+                {"name": r.name, "value": r.value, "target": r.target, "error": r.error}
+                for r in measurement.readings
+            ],
+            decision=measurement.decision,
+            spec_replicas=target.spec_replicas,
+            ready_replicas=target.ready_replicas,
+            terminating_replicas=target.terminating_replicas,
+            baseline=rec.baseline,
+            votes={v.name: v.replicas for v in rec.per_metric},
+            unclamped=rec.unclamped,
+            recommended=rec.replicas,
+            min_replicas=spec.min_replicas,
+            max_replicas=spec.max_replicas,
+            stabilization_window_seconds=spec.scale_down.stabilization_window_seconds,
+            max_step_replicas=spec.scale_down.max_step_replicas,
+            desired=plan.desired,
+            write=plan.replicas if plan.changes else None,
+            held_by=plan.held_by,
+        )

@@ -1,0 +1,52 @@
+"""Wiring the LLMScaler reconciler into a manager.
+
+Kept apart from the reconciler so the pipeline can be used (and tested) without a manager,
+and so an embedder can wire a customised :class:`~.reconciler.Steps` the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps, default_steps
+from llmscaler_runtime.scaling.write import FIELD_MANAGER
+
+__all__ = ["CONTROLLER_NAME", "EVENT_COMPONENT", "setup"]
+
+CONTROLLER_NAME = "llmscaler"
+EVENT_COMPONENT = "llmscaler-operator"
+
+
+def setup(
+    manager: Any,
+    *,
+    max_concurrent_reconciles: int = 1,
+    http_options: HttpOptions | None = None,
+    steps: Steps | None = None,
+) -> Any:
+    """Register the LLMScaler controller with ``manager`` and return the Controller.
+
+    LLMScalers are watched with GenerationChangedPredicate, so the controller's own status
+    writes do not trigger a reconcile; periodic evaluation comes from ``requeue_after``.
+    """
+    from llmscaler_runtime.controller import Builder, GenerationChangedPredicate
+
+    if steps is None:
+        steps = default_steps(MetricHttpClient(http_options))
+    reconciler = LLMScalerReconciler(
+        manager.client,
+        manager.cache,
+        manager.event_recorder(EVENT_COMPONENT),
+        steps=steps,
+        field_manager=FIELD_MANAGER,
+        leader_check=getattr(manager, "is_leader", None),
+    )
+    return (
+        Builder(manager)
+        .named(CONTROLLER_NAME)
+        .for_(API_VERSION, KIND, predicates=[GenerationChangedPredicate()])
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
