@@ -1,0 +1,623 @@
+"""The simulated Deployment controller (apps/v1 semantics of kube-controller-manager).
+
+One ReplicaSet per pod-template hash; proportional scaling when ``spec.replicas`` changes in the
+middle of a rollout; RollingUpdate bounded by maxSurge/maxUnavailable (defaults 25 %) or Recreate;
+revision annotations; status computed from the ReplicaSets' statuses exactly as the real
+``calculateStatus`` does, so an operator's rollout guard sees what it would see on a cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .util import (
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    POD_TEMPLATE_HASH,
+    REVISION_ANNOTATION,
+    Obj,
+    annotations_of,
+    controller_ref,
+    int_field,
+    is_not_found,
+    is_terminating,
+    labels_of,
+    meta,
+    name_of,
+    owner_reference,
+    parse_rfc3339,
+    resolve_int_or_percent,
+    selector_matches,
+    status_code,
+    template_hash,
+    uid_of,
+)
+
+if TYPE_CHECKING:
+    from .core import WorkloadSimulator
+
+_SKIP_ANNOTATIONS = {
+    REVISION_ANNOTATION,
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    "deployment.kubernetes.io/revision-history",
+    "kubectl.kubernetes.io/last-applied-configuration",
+}
+
+
+def _replicas(obj: Mapping[str, Any]) -> int:
+    return int_field((obj.get("spec") or {}).get("replicas"), 1)
+
+
+def _status_int(obj: Mapping[str, Any], field: str) -> int:
+    return int_field((obj.get("status") or {}).get(field), 0)
+
+
+def _revision(rs: Mapping[str, Any]) -> int:
+    return int_field(annotations_of(rs).get(REVISION_ANNOTATION), 0)
+
+
+def _created(rs: Mapping[str, Any]) -> tuple[float, str]:
+    return (parse_rfc3339(meta(rs).get("creationTimestamp")) or 0.0, name_of(rs))
+
+
+def _template_without_hash(template: Mapping[str, Any]) -> Obj:
+    t = {k: v for k, v in template.items()}
+    md = dict(t.get("metadata") or {})
+    labels = dict(md.get("labels") or {})
+    labels.pop(POD_TEMPLATE_HASH, None)
+    md["labels"] = labels
+    md.pop("creationTimestamp", None)
+    t["metadata"] = md
+    return t
+
+
+class DeploymentController:
+    """Reconciles one Deployment per call; level-triggered, so every call is idempotent."""
+
+    def __init__(self, sim: WorkloadSimulator) -> None:
+        self._sim = sim
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _fenceposts(self, d: Obj) -> tuple[int, int]:
+        """``resolveFenceposts``: surge rounds up, unavailable down, never both zero."""
+        replicas = _replicas(d)
+        strategy = (d.get("spec") or {}).get("strategy") or {}
+        if strategy.get("type") == "Recreate":
+            return 0, 0
+        ru = strategy.get("rollingUpdate") or {}
+        surge = resolve_int_or_percent(ru.get("maxSurge"), replicas, round_up=True, default="25%")
+        unavail = resolve_int_or_percent(
+            ru.get("maxUnavailable"), replicas, round_up=False, default="25%"
+        )
+        if surge == 0 and unavail == 0:
+            unavail = 1
+        return surge, unavail
+
+    def _scale_rs(self, d: Obj, rs: Obj, replicas: int) -> Obj:
+        """Set RS replicas and the desired/max annotations the scaling-event detection reads."""
+        surge, _ = self._fenceposts(d)
+        annotations = {
+            DESIRED_REPLICAS_ANNOTATION: str(_replicas(d)),
+            MAX_REPLICAS_ANNOTATION: str(_replicas(d) + surge),
+        }
+        current = annotations_of(rs)
+        if _replicas(rs) == replicas and all(current.get(k) == v for k, v in annotations.items()):
+            return rs
+        sim = self._sim
+        rs = sim.storage.patch_merge(
+            "apps/v1",
+            "ReplicaSet",
+            meta(rs).get("namespace"),
+            name_of(rs),
+            {"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}},
+        )
+        sim.note_write()
+        return rs
+
+    def _owned_replicasets(self, d: Obj) -> list[Obj]:
+        sim = self._sim
+        ns = meta(d).get("namespace")
+        selector = (d.get("spec") or {}).get("selector")
+        items, _ = sim.storage.list("apps/v1", "ReplicaSet", ns)
+        owned: list[Obj] = []
+        for rs in items:
+            ref = controller_ref(rs)
+            if ref is not None:
+                if ref.get("uid") == uid_of(d):
+                    owned.append(rs)
+                continue
+            if is_terminating(rs) or not selector_matches(selector, labels_of(rs)):
+                continue
+            refs = [*list(meta(rs).get("ownerReferences") or []), owner_reference(d)]
+            rs = sim.storage.patch_merge(
+                "apps/v1", "ReplicaSet", ns, name_of(rs), {"metadata": {"ownerReferences": refs}}
+            )
+            sim.note_write()
+            owned.append(rs)
+        return sorted(owned, key=_created)
+
+    def _split(self, d: Obj, rss: list[Obj]) -> tuple[Obj | None, list[Obj]]:
+        want = _template_without_hash((d.get("spec") or {}).get("template") or {})
+        new: Obj | None = None
+        old: list[Obj] = []
+        for rs in rss:
+            tmpl = _template_without_hash((rs.get("spec") or {}).get("template") or {})
+            if new is None and tmpl == want:
+                new = rs
+            else:
+                old.append(rs)
+        return new, old
+
+    def _new_rs_replicas(self, d: Obj, new: Obj | None, old: list[Obj]) -> int:
+        """``NewRSNewReplicas``: how far the new RS may grow this step."""
+        strategy = ((d.get("spec") or {}).get("strategy") or {}).get("type", "RollingUpdate")
+        if strategy == "Recreate":
+            return _replicas(d)
+        surge, _ = self._fenceposts(d)
+        new_count = _replicas(new) if new else 0
+        current = sum(_replicas(rs) for rs in old) + new_count
+        max_total = _replicas(d) + surge
+        if current >= max_total:
+            return new_count
+        up = min(max_total - current, _replicas(d) - new_count)
+        return new_count + max(up, 0)
+
+    def _ensure_new_rs(self, d: Obj, new: Obj | None, old: list[Obj]) -> Obj | None:
+        """Create the RS for the current template, or bump an existing one's revision."""
+        sim = self._sim
+        ns = meta(d).get("namespace")
+        max_old = max((_revision(rs) for rs in old), default=0)
+        if new is not None:
+            if _revision(new) <= max_old:
+                new = sim.storage.patch_merge(
+                    "apps/v1",
+                    "ReplicaSet",
+                    ns,
+                    name_of(new),
+                    {"metadata": {"annotations": {REVISION_ANNOTATION: str(max_old + 1)}}},
+                )
+                sim.note_write()
+            return new
+        spec = d.get("spec") or {}
+        collision = int_field((d.get("status") or {}).get("collisionCount"), 0)
+        template = sim.copy(spec.get("template") or {})
+        h = template_hash(template, collision)
+        tmeta = template.setdefault("metadata", {})
+        tmeta.setdefault("labels", {})[POD_TEMPLATE_HASH] = h
+        selector = sim.copy(spec.get("selector") or {})
+        selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = h
+        surge, _ = self._fenceposts(d)
+        annotations = {k: v for k, v in annotations_of(d).items() if k not in _SKIP_ANNOTATIONS} | {
+            REVISION_ANNOTATION: str(max_old + 1),
+            DESIRED_REPLICAS_ANNOTATION: str(_replicas(d)),
+            MAX_REPLICAS_ANNOTATION: str(_replicas(d) + surge),
+        }
+        rs_labels = dict(tmeta.get("labels") or {})
+        rs: Obj = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{name_of(d)}-{h}",
+                "namespace": ns,
+                "labels": rs_labels,
+                "annotations": annotations,
+                "ownerReferences": [owner_reference(d)],
+            },
+            "spec": {
+                "replicas": self._new_rs_replicas(d, None, old),
+                "minReadySeconds": int_field(spec.get("minReadySeconds"), 0),
+                "selector": selector,
+                "template": template,
+            },
+        }
+        try:
+            created = sim.storage.create(rs)
+        except Exception as exc:
+            if status_code(exc) != 409:
+                raise
+            # Name taken by an RS that is not ours (or has another template): hash collision.
+            sim.storage.patch_merge(
+                "apps/v1",
+                "Deployment",
+                ns,
+                name_of(d),
+                {"status": {"collisionCount": collision + 1}},
+                subresource="status",
+            )
+            sim.note_write()
+            sim.enqueue(("deploy", ns, name_of(d)))
+            return None
+        sim.note_write()
+        sim.progress_reason[uid_of(d)] = (
+            "NewReplicaSetCreated",
+            f'Created new replica set "{name_of(created)}"',
+        )
+        return created
+
+    def _sync_revision_annotation(self, d: Obj, new: Obj | None) -> None:
+        if new is None:
+            return
+        rev = annotations_of(new).get(REVISION_ANNOTATION)
+        if rev and annotations_of(d).get(REVISION_ANNOTATION) != rev:
+            sim = self._sim
+            sim.storage.patch_merge(
+                "apps/v1",
+                "Deployment",
+                meta(d).get("namespace"),
+                name_of(d),
+                {"metadata": {"annotations": {REVISION_ANNOTATION: rev}}},
+            )
+            sim.note_write()
+
+    # -- scaling (spec.replicas changed, possibly mid-rollout) ------------------------------
+    def _is_scaling_event(self, d: Obj, rss: list[Obj]) -> bool:
+        for rs in rss:
+            if _replicas(rs) <= 0:
+                continue
+            desired = annotations_of(rs).get(DESIRED_REPLICAS_ANNOTATION)
+            if desired is not None and int_field(desired, -1) != _replicas(d):
+                return True
+        return False
+
+    def _scale(self, d: Obj, new: Obj | None, old: list[Obj]) -> None:
+        """``dc.scale``: one active RS takes everything; otherwise scale proportionally."""
+        everything = ([new] if new else []) + old
+        active = [rs for rs in everything if _replicas(rs) > 0]
+        target: Obj | None = None
+        if len(active) == 1:
+            target = active[0]
+        elif not active:
+            target = new if new is not None else (old[-1] if old else None)
+        if target is not None:
+            self._scale_rs(d, target, _replicas(d))
+            return
+        if (
+            new is not None
+            and _replicas(new) == _replicas(d)
+            and (_status_int(new, "availableReplicas") == _replicas(d))
+        ):
+            for rs in old:
+                self._scale_rs(d, rs, 0)
+            return
+        surge, _ = self._fenceposts(d)
+        allowed = _replicas(d) + surge
+        current = sum(_replicas(rs) for rs in active)
+        to_add = allowed - current
+        if to_add == 0:
+            # Only the annotations may be stale.
+            for rs in active:
+                self._scale_rs(d, rs, _replicas(rs))
+            return
+        # Scale up: largest and newest first; scale down: largest and oldest first.
+        if to_add > 0:
+            ordered = sorted(active, key=lambda rs: (-_replicas(rs), -_created(rs)[0]))
+        else:
+            ordered = sorted(active, key=lambda rs: (-_replicas(rs), _created(rs)[0]))
+        sizes: dict[str, int] = {}
+        added = 0
+        for rs in ordered:
+            prop = self._proportion(rs, d, to_add, added, surge)
+            sizes[name_of(rs)] = _replicas(rs) + prop
+            added += prop
+        leftover = to_add - added
+        if leftover and ordered:
+            first = name_of(ordered[0])
+            sizes[first] = max(sizes[first] + leftover, 0)
+        for rs in ordered:
+            self._scale_rs(d, rs, sizes[name_of(rs)])
+
+    def _proportion(self, rs: Obj, d: Obj, to_add: int, added: int, surge: int) -> int:
+        if _replicas(rs) == 0 or to_add == 0 or to_add == added:
+            return 0
+        if _replicas(d) == 0:
+            fraction = -_replicas(rs)
+        else:
+            max_replicas = _replicas(d) + surge
+            annotated = int_field(annotations_of(rs).get(MAX_REPLICAS_ANNOTATION), 0)
+            if annotated <= 0:
+                annotated = _status_int(d, "replicas") or max_replicas
+            fraction = math.floor(_replicas(rs) * max_replicas / annotated + 0.5) - _replicas(rs)
+        allowed = to_add - added
+        return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
+
+    # -- strategies ---------------------------------------------------------------------------
+    def _rolling(self, d: Obj, new: Obj | None, old: list[Obj]) -> Obj | None:
+        new = self._ensure_new_rs(d, new, old)
+        if new is None:
+            return None
+        want = _replicas(d)
+        if _replicas(new) > want:
+            self._scale_rs(d, new, want)
+            return new
+        if _replicas(new) < want:
+            target = self._new_rs_replicas(d, new, old)
+            if target != _replicas(new):
+                return self._scale_rs(d, new, target)
+        self._reconcile_old(d, new, old)
+        return new
+
+    def _reconcile_old(self, d: Obj, new: Obj, old: list[Obj]) -> None:
+        """Scale old RSs down without going under ``replicas - maxUnavailable`` available pods."""
+        old_count = sum(_replicas(rs) for rs in old)
+        if old_count == 0:
+            return
+        all_count = old_count + _replicas(new)
+        _, max_unavailable = self._fenceposts(d)
+        min_available = _replicas(d) - max_unavailable
+        new_unavailable = _replicas(new) - _status_int(new, "availableReplicas")
+        max_scaled_down = all_count - min_available - new_unavailable
+        if max_scaled_down <= 0:
+            return
+        # First drop unhealthy replicas of old RSs (oldest first): it costs no availability.
+        cleaned = 0
+        current = {name_of(rs): _replicas(rs) for rs in old}
+        for rs in sorted(old, key=_created):
+            if cleaned >= max_scaled_down:
+                break
+            n = current[name_of(rs)]
+            unhealthy = n - _status_int(rs, "availableReplicas")
+            if n == 0 or unhealthy <= 0:
+                continue
+            drop = min(unhealthy, max_scaled_down - cleaned)
+            current[name_of(rs)] = n - drop
+            cleaned += drop
+        # Then scale down available old pods while availability stays above the floor.
+        available = sum(_status_int(rs, "availableReplicas") for rs in [*old, new])
+        budget = available - min_available - cleaned
+        for rs in sorted(old, key=_created):
+            if budget <= 0:
+                break
+            n = current[name_of(rs)]
+            if n == 0:
+                continue
+            drop = min(n, budget)
+            current[name_of(rs)] = n - drop
+            budget -= drop
+        for rs in old:
+            if current[name_of(rs)] != _replicas(rs):
+                self._scale_rs(d, rs, current[name_of(rs)])
+
+    def _recreate(self, d: Obj, new: Obj | None, old: list[Obj]) -> Obj | None:
+        """Kill every old pod first, create the new RS only once none is left running."""
+        for rs in old:
+            if _replicas(rs) > 0:
+                self._scale_rs(d, rs, 0)
+        old_uids = {uid_of(rs) for rs in old}
+        if old_uids:
+            pods, _ = self._sim.storage.list("v1", "Pod", meta(d).get("namespace"))
+            for pod in pods:
+                ref = controller_ref(pod)
+                if ref is None or ref.get("uid") not in old_uids:
+                    continue
+                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    return new
+        new = self._ensure_new_rs(d, new, old)
+        if new is not None:
+            new = self._scale_rs(d, new, _replicas(d))
+        return new
+
+    def _cleanup(self, d: Obj, old: list[Obj]) -> None:
+        """Keep at most ``revisionHistoryLimit`` (default 10) fully scaled-down old RSs."""
+        limit = int_field((d.get("spec") or {}).get("revisionHistoryLimit"), 10)
+        idle = [
+            rs
+            for rs in old
+            if _replicas(rs) == 0 and _status_int(rs, "replicas") == 0 and not is_terminating(rs)
+        ]
+        surplus = len(idle) - limit
+        if surplus <= 0:
+            return
+        idle.sort(key=lambda rs: (_revision(rs), _created(rs)))
+        for rs in idle[:surplus]:
+            try:
+                self._sim.storage.delete(
+                    "apps/v1", "ReplicaSet", meta(rs).get("namespace"), name_of(rs)
+                )
+            except Exception as exc:
+                if not is_not_found(exc):
+                    raise
+            self._sim.note_write()
+
+    # -- entry point ----------------------------------------------------------------------------
+    def sync(self, namespace: str | None, name: str) -> None:
+        sim = self._sim
+        try:
+            d = sim.storage.get("apps/v1", "Deployment", namespace, name)
+        except Exception as exc:
+            if is_not_found(exc):
+                return
+            raise
+        rss = self._owned_replicasets(d)
+        new, old = self._split(d, rss)
+        spec = d.get("spec") or {}
+        if is_terminating(d):
+            self._write_status(d, new, old)
+            return
+        if spec.get("paused"):
+            if self._is_scaling_event(d, rss):
+                self._scale(d, new, old)
+            self._write_status(d, new, old)
+            return
+        strategy = (spec.get("strategy") or {}).get("type", "RollingUpdate")
+        if strategy != "Recreate" and new is not None and self._is_scaling_event(d, rss):
+            self._scale(d, new, old)
+            rss = self._owned_replicasets(d)
+            new, old = self._split(d, rss)
+            self._write_status(d, new, old)
+            return
+        rollout = self._recreate if strategy == "Recreate" else self._rolling
+        new = rollout(d, new, old)
+        self._sync_revision_annotation(d, new)
+        rss = self._owned_replicasets(d)
+        new, old = self._split(d, rss)
+        if new is not None and self._complete(d, self._compute_counts(d, new, old)):
+            self._cleanup(d, old)
+        self._write_status(d, new, old)
+
+    # -- status -----------------------------------------------------------------------------------
+    def _compute_counts(self, d: Obj, new: Obj | None, old: list[Obj]) -> dict[str, int]:
+        everything = ([new] if new else []) + old
+        available = sum(_status_int(rs, "availableReplicas") for rs in everything)
+        return {
+            "observedGeneration": int_field(meta(d).get("generation"), 1),
+            "replicas": sum(_status_int(rs, "replicas") for rs in everything),
+            "updatedReplicas": _status_int(new, "replicas") if new else 0,
+            "readyReplicas": sum(_status_int(rs, "readyReplicas") for rs in everything),
+            "availableReplicas": available,
+            "unavailableReplicas": max(_replicas(d) - available, 0),
+            "terminatingReplicas": sum(_status_int(rs, "terminatingReplicas") for rs in everything),
+        }
+
+    def _complete(self, d: Obj, counts: Mapping[str, int]) -> bool:
+        want = _replicas(d)
+        return (
+            counts["updatedReplicas"] == want
+            and counts["replicas"] == want
+            and counts["availableReplicas"] == want
+            and counts["observedGeneration"] >= int_field(meta(d).get("generation"), 1)
+        )
+
+    def _write_status(self, d: Obj, new: Obj | None, old: list[Obj]) -> None:
+        sim = self._sim
+        counts = self._compute_counts(d, new, old)
+        current = d.get("status") or {}
+        now_wall = sim.wall(sim.clock.now())
+        ts = sim.timestamp(sim.clock.now())
+        conditions = [dict(c) for c in current.get("conditions") or []]
+        _, max_unavailable = self._fenceposts(d)
+        min_available = _replicas(d) - max_unavailable
+        if counts["availableReplicas"] >= min_available:
+            avail = ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+        else:
+            avail = (
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            )
+        conditions = _set_condition(conditions, "Available", *avail, ts, refresh=False)
+        prog = self._progressing(d, new, counts, current, conditions, now_wall)
+        if prog is not None:
+            conditions = _set_condition(conditions, "Progressing", *prog[:3], ts, refresh=prog[3])
+        status: Obj = dict(counts)
+        status["conditions"] = conditions
+        if current.get("collisionCount") is not None:
+            status["collisionCount"] = current["collisionCount"]
+        if (
+            all(current.get(k, 0) == v for k, v in counts.items())
+            and current.get("conditions") == conditions
+        ):
+            return
+        sim.storage.patch_merge(
+            "apps/v1",
+            "Deployment",
+            meta(d).get("namespace"),
+            name_of(d),
+            {"status": status},
+            subresource="status",
+        )
+        sim.note_write()
+
+    def _progressing(
+        self,
+        d: Obj,
+        new: Obj | None,
+        counts: Mapping[str, int],
+        current: Mapping[str, Any],
+        conditions: list[Obj],
+        now_wall: float,
+    ) -> tuple[str, str, str, bool] | None:
+        """Progressing condition: (status, reason, message, refresh lastUpdateTime)."""
+        sim = self._sim
+        if new is None:
+            return None
+        rs_name = name_of(new)
+        if self._complete(d, counts):
+            return (
+                "True",
+                "NewReplicaSetAvailable",
+                f'ReplicaSet "{rs_name}" has successfully progressed.',
+                False,
+            )
+        created = sim.progress_reason.pop(uid_of(d), None)
+        if created is not None:
+            return ("True", created[0], created[1], True)
+        progressed = (
+            counts["updatedReplicas"] > int_field(current.get("updatedReplicas"), 0)
+            or counts["readyReplicas"] > int_field(current.get("readyReplicas"), 0)
+            or counts["availableReplicas"] > int_field(current.get("availableReplicas"), 0)
+            or (counts["replicas"] - counts["updatedReplicas"])
+            < (int_field(current.get("replicas"), 0) - int_field(current.get("updatedReplicas"), 0))
+        )
+        existing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+        if progressed or existing is None:
+            return ("True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.', True)
+        if existing.get("reason") == "ProgressDeadlineExceeded":
+            return None
+        deadline = int_field((d.get("spec") or {}).get("progressDeadlineSeconds"), 600)
+        last = parse_rfc3339(existing.get("lastUpdateTime")) or now_wall
+        if now_wall - last > deadline:
+            return (
+                "False",
+                "ProgressDeadlineExceeded",
+                f'ReplicaSet "{rs_name}" has timed out progressing.',
+                True,
+            )
+        if existing.get("reason") == "NewReplicaSetAvailable":
+            return ("True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.', True)
+        sim.schedule_wall(("deploy", meta(d).get("namespace"), name_of(d)), last + deadline + 1)
+        return None
+
+
+def _set_condition(
+    conditions: list[Obj],
+    ctype: str,
+    status: str,
+    reason: str,
+    message: str,
+    ts: str,
+    *,
+    refresh: bool,
+) -> list[Obj]:
+    """Replace one condition; transition time moves only when the status flips."""
+    out: list[Obj] = []
+    found = False
+    for cond in conditions:
+        if cond.get("type") != ctype:
+            out.append(cond)
+            continue
+        found = True
+        same = (
+            cond.get("status") == status
+            and cond.get("reason") == reason
+            and cond.get("message") == message
+        )
+        if same and not refresh:
+            out.append(cond)
+            continue
+        updated = dict(cond)
+        updated.update({"status": status, "reason": reason, "message": message})
+        if not same or refresh:
+            updated["lastUpdateTime"] = ts
+        if cond.get("status") != status:
+            updated["lastTransitionTime"] = ts
+        out.append(updated)
+    if not found:
+        out.append(
+            {
+                "type": ctype,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastUpdateTime": ts,
+                "lastTransitionTime": ts,
+            }
+        )
+    # The real controller lists Available before Progressing once both exist.
+    order = {"Available": 0, "Progressing": 1}
+    return sorted(out, key=lambda c: order.get(str(c.get("type")), 2))
+
+
+__all__ = ["DeploymentController"]

@@ -1,0 +1,188 @@
+"""The simulated ReplicaSet controller: keep ``spec.replicas`` active pods, report true status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .pods import victim_sort_key
+from .util import (
+    Obj,
+    controller_ref,
+    int_field,
+    is_not_found,
+    is_pod_active,
+    is_pod_ready,
+    is_terminating,
+    labels_of,
+    meta,
+    name_of,
+    owner_reference,
+    random_suffix,
+    selector_matches,
+    status_code,
+    uid_of,
+)
+
+if TYPE_CHECKING:
+    from .core import WorkloadSimulator
+
+#: The real controller creates at most this many pods per sync (slow-start batches aside).
+BURST_REPLICAS = 500
+
+
+def owned_pods(
+    sim: WorkloadSimulator, owner: Obj, selector: Mapping[str, Any] | None, *, adopt: bool
+) -> list[Obj]:
+    """Pods controlled by ``owner``; orphans matching the selector are adopted (ownerRef patch)."""
+    ns = meta(owner).get("namespace")
+    pods, _ = sim.storage.list("v1", "Pod", ns)
+    uid = uid_of(owner)
+    result: list[Obj] = []
+    for pod in pods:
+        ref = controller_ref(pod)
+        if ref is not None:
+            if ref.get("uid") == uid:
+                result.append(pod)
+            continue
+        if not adopt or is_terminating(pod) or not selector_matches(selector, labels_of(pod)):
+            continue
+        refs = [*list(meta(pod).get("ownerReferences") or []), owner_reference(owner)]
+        try:
+            pod = sim.storage.patch_merge(
+                "v1", "Pod", ns, name_of(pod), {"metadata": {"ownerReferences": refs}}
+            )
+        except Exception as exc:
+            if is_not_found(exc):
+                continue
+            raise
+        sim.note_write()
+        result.append(pod)
+    return result
+
+
+def available(sim: WorkloadSimulator, pod: Mapping[str, Any], min_ready_seconds: int) -> bool:
+    """``podutil.IsPodAvailable``: ready for at least minReadySeconds (schedules a re-check)."""
+    if not is_pod_ready(pod):
+        return False
+    if min_ready_seconds <= 0:
+        return True
+    ready_wall = sim.ready_at.get(uid_of(pod))
+    if ready_wall is None:
+        return True
+    return sim.wall(sim.clock.now()) >= ready_wall + min_ready_seconds
+
+
+class ReplicaSetController:
+    """Creates pods from the template, deletes surplus pods in victim order, writes status."""
+
+    def __init__(self, sim: WorkloadSimulator) -> None:
+        self._sim = sim
+
+    def sync(self, namespace: str | None, name: str) -> None:
+        sim = self._sim
+        try:
+            rs = sim.storage.get("apps/v1", "ReplicaSet", namespace, name)
+        except Exception as exc:
+            if is_not_found(exc):
+                return
+            raise
+        spec = rs.get("spec") or {}
+        selector = spec.get("selector")
+        deleting = is_terminating(rs)
+        pods = owned_pods(sim, rs, selector, adopt=not deleting)
+        active = [p for p in pods if is_pod_active(p)]
+        want = int_field(spec.get("replicas"), 1)
+        changed = False
+        if not deleting:
+            diff = len(active) - want
+            if diff < 0:
+                for _ in range(min(-diff, BURST_REPLICAS)):
+                    self._create_pod(rs)
+                changed = True
+            elif diff > 0:
+                victims = sorted(active, key=lambda p: victim_sort_key(p, sim))[:diff]
+                for pod in victims:
+                    try:
+                        sim.storage.delete("v1", "Pod", namespace, name_of(pod))
+                    except Exception as exc:
+                        if not is_not_found(exc):
+                            raise
+                    sim.note_write()
+                changed = True
+        if changed:
+            pods = owned_pods(sim, rs, selector, adopt=False)
+        self._write_status(rs, pods)
+
+    def _create_pod(self, rs: Obj) -> None:
+        sim = self._sim
+        template = (rs.get("spec") or {}).get("template") or {}
+        tmeta = template.get("metadata") or {}
+        rs_name = name_of(rs)
+        pod_spec = sim.copy(template.get("spec") or {})
+        pod_spec["nodeName"] = sim.node_name
+        for _attempt in range(5):
+            pod: Obj = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{rs_name}-{random_suffix(sim.rng)}",
+                    "generateName": f"{rs_name}-",
+                    "namespace": meta(rs).get("namespace"),
+                    "labels": dict(tmeta.get("labels") or {}),
+                    "ownerReferences": [owner_reference(rs)],
+                },
+                "spec": sim.copy(pod_spec),
+            }
+            if tmeta.get("annotations"):
+                pod["metadata"]["annotations"] = dict(tmeta["annotations"])
+            try:
+                created = sim.storage.create(pod)
+            except Exception as exc:
+                if status_code(exc) == 409:
+                    continue
+                raise
+            sim.record_created(created)
+            sim.note_write()
+            return
+
+    def _write_status(self, rs: Obj, pods: list[Obj]) -> None:
+        sim = self._sim
+        spec = rs.get("spec") or {}
+        min_ready = int_field(spec.get("minReadySeconds"), 0)
+        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        active = [p for p in pods if is_pod_active(p)]
+        ready = [p for p in active if is_pod_ready(p)]
+        avail = [p for p in ready if available(sim, p, min_ready)]
+        if min_ready > 0:
+            for pod in ready:
+                if pod in avail:
+                    continue
+                ready_wall = sim.ready_at.get(uid_of(pod))
+                if ready_wall is not None:
+                    sim.schedule_wall(
+                        ("rs", meta(rs).get("namespace"), name_of(rs)), ready_wall + min_ready
+                    )
+        labelled = [
+            p for p in active if all(labels_of(p).get(k) == v for k, v in template_labels.items())
+        ]
+        status: Obj = {
+            "replicas": len(active),
+            "fullyLabeledReplicas": len(labelled),
+            "readyReplicas": len(ready),
+            "availableReplicas": len(avail),
+            "terminatingReplicas": sum(1 for p in pods if is_terminating(p)),
+            "observedGeneration": meta(rs).get("generation", 1),
+        }
+        current = rs.get("status") or {}
+        if all(current.get(k, 0) == v for k, v in status.items()):
+            return
+        sim.storage.patch_merge(
+            "apps/v1",
+            "ReplicaSet",
+            meta(rs).get("namespace"),
+            name_of(rs),
+            {"status": status},
+            subresource="status",
+        )
+        sim.note_write()
