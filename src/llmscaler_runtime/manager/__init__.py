@@ -12,7 +12,6 @@ from llmscaler_runtime.manager.manager import CacheLike, Manager, ManagerClient,
 from llmscaler_runtime.manager.metrics import (
     ControllerMetrics,
     QueueMetricsProvider,
-    ReconcileMetrics,
 )
 from llmscaler_runtime.manager.server import Check
 
@@ -25,7 +24,6 @@ __all__ = [
     "Manager",
     "ManagerClient",
     "QueueMetricsProvider",
-    "ReconcileMetrics",
     "Runnable",
     "format_micro_time",
 ]

@@ -8,7 +8,8 @@ global registry, so two managers in one test process never collide or share coun
 Two adapters connect the framework to these collectors without the controller and workqueue
 packages importing prometheus_client:
 
-- :class:`ReconcileMetrics` — what a controller reports about its reconciles and workers;
+- :class:`ControllerMetrics` itself implements ``controller.metrics.ControllerMetricsProvider``
+  (what a controller reports about its reconciles and workers);
 - :class:`QueueMetricsProvider` — client-go's ``MetricsProvider`` shape
   (``new_depth_metric(name)`` ... returning objects with ``inc``/``dec``/``set``/``observe``).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from llmscaler_runtime.controller.metrics import RESULTS
 from llmscaler_runtime.workqueue.metrics import (
     CounterMetric,
     GaugeMetric,
@@ -28,11 +30,10 @@ __all__ = [
     "RECONCILE_RESULTS",
     "ControllerMetrics",
     "QueueMetricsProvider",
-    "ReconcileMetrics",
 ]
 
 #: Result labels pre-initialised to 0 for every controller, as controller-runtime does.
-RECONCILE_RESULTS = ("success", "error", "requeue", "requeue_after")
+RECONCILE_RESULTS = RESULTS
 
 # controller-runtime's reconcile_time_seconds buckets.
 _RECONCILE_BUCKETS = (
@@ -141,65 +142,46 @@ class ControllerMetrics:
             registry=r,
         )
 
-    def for_controller(self, controller: str) -> ReconcileMetrics:
-        """The reconcile-side hooks for one controller (pre-initialises its series)."""
-        return ReconcileMetrics(self, controller)
+    # -- controller.metrics.ControllerMetricsProvider --------------------------------------
+
+    def controller_started(self, controller: str, max_concurrent_reconciles: int) -> None:
+        """Set the concurrency gauge and create every series at 0, so rates work at once."""
+        self.max_concurrent_reconciles.labels(controller=controller).set(max_concurrent_reconciles)
+        for result in RECONCILE_RESULTS:
+            self.reconcile_total.labels(controller=controller, result=result)
+        self.reconcile_errors.labels(controller=controller)
+        self.terminal_reconcile_errors.labels(controller=controller)
+        self.reconcile_panics.labels(controller=controller)
+        self.active_workers.labels(controller=controller).set(0)
+
+    def add_active_workers(self, controller: str, delta: int) -> None:
+        self.active_workers.labels(controller=controller).inc(delta)
+
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+        """Count one finished reconcile under ``result`` (one of :data:`RECONCILE_RESULTS`)."""
+        if result not in RECONCILE_RESULTS:
+            raise ValueError(f"unknown reconcile result {result!r}; expected {RECONCILE_RESULTS}")
+        self.reconcile_total.labels(controller=controller, result=result).inc()
+        self.reconcile_time.labels(controller=controller).observe(seconds)
+
+    def inc_reconcile_errors(self, controller: str) -> None:
+        self.reconcile_errors.labels(controller=controller).inc()
+
+    def inc_terminal_reconcile_errors(self, controller: str) -> None:
+        self.terminal_reconcile_errors.labels(controller=controller).inc()
+
+    def inc_reconcile_panics(self, controller: str) -> None:
+        """An unexpected exception escaped the reconciler (Go's recovered panic)."""
+        self.reconcile_panics.labels(controller=controller).inc()
+
+    # -- workqueue and leader election ------------------------------------------------------
 
     def queue_provider(self, controller: str = "") -> QueueMetricsProvider:
-        """A client-go-style metrics provider for the workqueue(s) of ``controller``."""
+        """A ``workqueue.metrics.QueueMetricsProvider`` for the queue(s) of ``controller``."""
         return QueueMetricsProvider(self, controller)
 
     def set_leader(self, lease_name: str, leading: bool) -> None:
         self.leader_election_master_status.labels(name=lease_name).set(1 if leading else 0)
-
-
-class ReconcileMetrics:
-    """Per-controller reconcile hooks; all methods are cheap and thread-safe."""
-
-    def __init__(self, metrics: ControllerMetrics, controller: str) -> None:
-        self.controller = controller
-        self._total = {
-            result: metrics.reconcile_total.labels(controller=controller, result=result)
-            for result in RECONCILE_RESULTS
-        }
-        self._errors = metrics.reconcile_errors.labels(controller=controller)
-        self._terminal = metrics.terminal_reconcile_errors.labels(controller=controller)
-        self._panics = metrics.reconcile_panics.labels(controller=controller)
-        self._time = metrics.reconcile_time.labels(controller=controller)
-        self._max = metrics.max_concurrent_reconciles.labels(controller=controller)
-        self._active = metrics.active_workers.labels(controller=controller)
-        self._active.set(0)
-
-    def set_max_concurrent_reconciles(self, n: int) -> None:
-        self._max.set(n)
-
-    def worker_started(self) -> None:
-        """A reconcile began on a worker (``active_workers`` += 1)."""
-        self._active.inc()
-
-    def worker_finished(self) -> None:
-        self._active.dec()
-
-    def observe_reconcile(self, result: str, seconds: float) -> None:
-        """Count one finished reconcile under ``result`` and record its duration.
-
-        ``result`` is one of :data:`RECONCILE_RESULTS`.
-        """
-        counter = self._total.get(result)
-        if counter is None:
-            raise ValueError(f"unknown reconcile result {result!r}; expected {RECONCILE_RESULTS}")
-        counter.inc()
-        self._time.observe(seconds)
-
-    def reconcile_error(self, *, terminal: bool = False) -> None:
-        """An error result; terminal errors are also counted on their own series."""
-        self._errors.inc()
-        if terminal:
-            self._terminal.inc()
-
-    def reconcile_panic(self) -> None:
-        """An unexpected exception escaped the reconciler (Go's recovered panic)."""
-        self._panics.inc()
 
 
 class QueueMetricsProvider:

@@ -270,7 +270,7 @@ def test_api_errors_while_acquiring_are_retried_with_jitter() -> None:
         ({"lease_duration": -1.0}, "lease_duration must be > 0"),
     ],
 )
-def test_invalid_durations_are_rejected(kw: dict[str, float], message: str) -> None:
+def test_invalid_durations_are_rejected(kw: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         LeaderElectionConfig(**kw)
 
