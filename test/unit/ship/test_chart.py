@@ -1,0 +1,236 @@
+"""dist/chart checked without helm: values references, versions, CRD/RBAC parity with config/,
+Helm idioms, and that the manager accepts every flag the chart passes. ``helm template`` and
+``helm lint`` run too where a helm binary exists."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .chartlib import block_balance_errors, lookup, template_files, toyaml_errors, values_refs
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "dist" / "chart"
+TEMPLATES = CHART / "templates"
+CRD_NAME = "autoscaling.modelsphere.dev_llmscalers.yaml"
+
+
+def _load_chart_sync() -> Any:
+    spec = importlib.util.spec_from_file_location("chart_sync", ROOT / "hack" / "chart_sync.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("chart_sync", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+chart_sync = _load_chart_sync()
+
+
+@pytest.fixture(scope="module")
+def values() -> dict[str, Any]:
+    loaded = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_chart_metadata_and_versions(values: dict[str, Any]) -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2"
+    assert chart["name"] == "llmscaler"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+    package = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert isinstance(chart["appVersion"], str), "quote appVersion so YAML keeps it a string"
+    assert chart["appVersion"] == package, "appVersion must equal the Python package version"
+    image = values["manager"]["image"]
+    assert image["repository"] == "4pdosc/llm-operator"
+    assert image["tag"] == "", "an empty tag follows appVersion"
+    helpers = (TEMPLATES / "_helpers.tpl").read_text()
+    assert "default .Chart.AppVersion .Values.manager.image.tag" in helpers
+
+
+def test_every_values_reference_exists(values: dict[str, Any]) -> None:
+    missing = []
+    seen = set()
+    for path in template_files(CHART):
+        for line, dotted in values_refs(path.read_text()):
+            seen.add(dotted)
+            if not lookup(values, dotted)[0]:
+                missing.append(f"{path.relative_to(CHART)}:{line}: .Values.{dotted}")
+    assert not missing, "templates reference values that do not exist:\n" + "\n".join(missing)
+    assert "manager.image.repository" in seen and "crd.enable" in seen  # the scan works
+
+
+def test_values_reference_check_can_fail() -> None:
+    refs = dict(
+        (dotted, lookup({"a": {"b": 1}}, dotted)[0])
+        for _, dotted in values_refs("{{ .Values.a.b }} {{ $.Values.a.c }}")
+    )
+    assert refs == {"a.b": True, "a.c": False}
+
+
+def test_defaults_are_restrictive_and_ha(values: dict[str, Any]) -> None:
+    manager = values["manager"]
+    pod, container = manager["podSecurityContext"], manager["securityContext"]
+    assert pod["runAsNonRoot"] is True and pod["runAsUser"] == 65532
+    assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["readOnlyRootFilesystem"] is True
+    assert container["allowPrivilegeEscalation"] is False
+    assert container["capabilities"]["drop"] == ["ALL"]
+    assert manager["resources"]["requests"] and manager["resources"]["limits"]
+    assert values["leaderElection"]["enabled"] is True
+    assert manager["replicaCount"] >= 1
+    assert manager["terminationGracePeriodSeconds"] > manager["args"]["gracefulShutdownTimeout"]
+    assert values["crd"]["enable"] is True and values["rbac"]["enable"] is True
+
+
+def test_crd_template_is_config_crd_verbatim() -> None:
+    config_crd = ROOT / "config" / "crd" / "bases" / CRD_NAME
+    if not config_crd.is_file():
+        pytest.skip("config/crd/bases has no CRD yet (make manifests)")
+    assert chart_sync.main(["--check"]) == 0, "chart is stale: run 'make chart-sync'"
+    template = (TEMPLATES / "crd" / CRD_NAME).read_text()
+    assert template.startswith("{{- if .Values.crd.enable }}\n")
+    assert chart_sync.unwrap_crd_template(template) == config_crd.read_text()
+
+
+def test_chart_sync_check_detects_stale_and_missing(tmp_path: Path) -> None:
+    crd = tmp_path / "config" / "crd" / "bases" / CRD_NAME
+    assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 2  # no CRD: clear error
+    crd.parent.mkdir(parents=True)
+    crd.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n")
+    assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 1  # chart file missing
+    assert chart_sync.main(["--root", str(tmp_path)]) == 0  # writes it
+    assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 0
+    crd.write_text(crd.read_text() + "metadata: {name: changed}\n")
+    assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 1
+    crd.write_text("description: '{{ oops }}'\n")
+    assert chart_sync.main(["--root", str(tmp_path)]) == 2
+
+
+def _atomic_rules(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule.get("apiGroups", [""])
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def _template_rules(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text()
+    body = text[text.index("\nrules:") + 1 : text.rindex("{{- end }}")]
+    assert "{{" not in body, f"{path.name}: rules must be plain YAML"
+    rules = yaml.safe_load(body)["rules"]
+    assert isinstance(rules, list)
+    return rules
+
+
+@pytest.mark.parametrize("spec", chart_sync.ROLES, ids=lambda s: s.name_suffix)
+def test_rbac_rules_equal_config(spec: Any) -> None:
+    found = chart_sync.find_role(ROOT / "config" / "rbac", spec)
+    if found is None:
+        pytest.skip(f"config/rbac has no {spec.kind} *{spec.name_suffix} yet")
+    _, doc = found
+    chart_rules = _template_rules(TEMPLATES / spec.template)
+    assert _atomic_rules(chart_rules) == _atomic_rules(doc["rules"])
+
+
+def test_manager_rbac_is_least_privilege() -> None:
+    rules = _atomic_rules(_template_rules(TEMPLATES / "rbac" / "role.yaml"))
+    assert ("autoscaling.modelsphere.dev", "llmscalers", "update") not in rules
+    assert ("autoscaling.modelsphere.dev", "llmscalers/status", "patch") in rules
+    assert ("", "pods", "delete") not in rules
+    assert ("apps", "deployments", "patch") in rules
+    assert not any("*" in atom for rule in rules for atom in rule)
+    leases = _atomic_rules(_template_rules(TEMPLATES / "rbac" / "leader_election_role.yaml"))
+    assert ("coordination.k8s.io", "leases", "update") in leases
+    assert "kind: Role\n" in (TEMPLATES / "rbac" / "leader_election_role.yaml").read_text()
+    assert ("coordination.k8s.io", "leases", "update") not in rules, "leases: namespaced only"
+
+
+def test_templates_use_helm_idioms() -> None:
+    problems = []
+    for path in template_files(CHART):
+        text = path.read_text()
+        name = path.relative_to(CHART)
+        problems += [f"{name}: {e}" for e in block_balance_errors(text)]
+        problems += [f"{name}: {e}" for e in toyaml_errors(text)]
+        if path.suffix != ".yaml" or path.parent.name == "crd":
+            continue
+        if "\nkind:" in text or text.startswith("kind:"):
+            if 'include "llmscaler.labels"' not in text:
+                problems.append(f"{name}: metadata.labels must come from llmscaler.labels")
+            meta_name = re.search(r"^  name: (.*)$", text, re.M)
+            if not meta_name or 'include "llmscaler.' not in meta_name.group(1):
+                problems.append(f"{name}: metadata.name must use a _helpers.tpl name")
+    assert not problems, "\n".join(problems)
+    assert block_balance_errors("{{- if .a }}x") and toyaml_errors("{{ toYaml .x | indent 2 }}")
+
+
+def _rendered_args(values: dict[str, Any]) -> list[str]:
+    """The manager container's flags, rendered by substituting values into the arg lines."""
+    text = (TEMPLATES / "manager" / "deployment.yaml").read_text()
+    block = text[text.index("          args:\n") : text.index("          env:\n")]
+    args = []
+    for line in block.splitlines()[1:]:
+        stripped = line.strip()
+        if not stripped.startswith("- "):
+            continue
+        arg = stripped[2:]
+        arg = arg.replace("{{ .Release.Namespace }}", "llmscaler-system")
+        arg = arg.replace("{{ . }}", "team-a")
+        arg = re.sub(
+            r"\{\{ \.Values\.([\w.]+) \}\}", lambda m: str(lookup(values, m.group(1))[1]), arg
+        )
+        assert "{{" not in arg, arg
+        args.append(arg)
+    return args
+
+
+def test_manager_accepts_every_flag_the_chart_passes(values: dict[str, Any]) -> None:
+    cli = pytest.importorskip("llmscaler_manager.cli")
+    args = _rendered_args(values)
+    assert "--leader-elect" in args
+    assert "--health-probe-bind-address=:8081" in args
+    assert "--metrics-bind-address=:8080" in args
+    options = cli.parse_args(args)
+    assert options.leader_elect is True
+    assert options.watch_namespace == "team-a"
+    assert options.leader_election_namespace == "llmscaler-system"
+    deployment = (TEMPLATES / "manager" / "deployment.yaml").read_text()
+    assert "path: /healthz" in deployment and "path: /readyz" in deployment
+
+
+@pytest.mark.helm
+def test_helm_template_and_lint(tmp_path: Path) -> None:
+    helm = shutil.which("helm")
+    if helm is None:
+        pytest.skip("no helm binary on PATH; the static checks above cover what they can")
+    lint = subprocess.run([helm, "lint", str(CHART)], capture_output=True, text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    for extra in ([], ["--set", "serviceMonitor.enabled=true,crd.enable=false"]):
+        out = subprocess.run(
+            [helm, "template", "rel", str(CHART), "--namespace", "ns", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+        kinds = {d["kind"] for d in docs}
+        assert {"Deployment", "ClusterRole", "Role", "ServiceAccount", "Service"} <= kinds
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+        assert image == f"4pdosc/llm-operator:{chart['appVersion']}"
