@@ -217,8 +217,9 @@ def test_invalid_targets_raise_spec_error(text: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_target(text)
     assert info.value.problems[0].startswith("spec.metrics[].target: ")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError) as named:
         MetricSpec("m", "q", text).target_value  # noqa: B018
+    assert named.value.problems[0].startswith("spec.metrics[name=m].target: ")
 
 
 def test_every_accepted_target_is_finite_and_positive() -> None:

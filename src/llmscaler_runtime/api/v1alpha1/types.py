@@ -144,7 +144,8 @@ class MetricSpec:
     @property
     def target_value(self) -> float:
         """The target as a number; raises SpecError when it is not finite and positive."""
-        return parse_target(self.target, path=f"spec.metrics[{self.name or '?'}].target")
+        where = f"spec.metrics[name={self.name}].target" if self.name else "spec.metrics[].target"
+        return parse_target(self.target, path=where)
 
 
 @attrs.frozen
