@@ -50,7 +50,7 @@ class EventClient(Protocol):
         patch: Any,
         namespace: str | None = None,
         *,
-        patch_type: str = "merge",
+        patch_type: Literal["merge"] = "merge",
     ) -> dict[str, Any]: ...
 
 

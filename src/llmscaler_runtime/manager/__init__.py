@@ -8,7 +8,7 @@ from llmscaler_runtime.manager.leaderelection import (
     LeaderElector,
     format_micro_time,
 )
-from llmscaler_runtime.manager.manager import CacheLike, Manager, ManagerClient, Runnable
+from llmscaler_runtime.manager.manager import Manager, Runnable
 from llmscaler_runtime.manager.metrics import (
     ControllerMetrics,
     QueueMetricsProvider,
@@ -16,13 +16,11 @@ from llmscaler_runtime.manager.metrics import (
 from llmscaler_runtime.manager.server import Check
 
 __all__ = [
-    "CacheLike",
     "Check",
     "ControllerMetrics",
     "LeaderElectionConfig",
     "LeaderElector",
     "Manager",
-    "ManagerClient",
     "QueueMetricsProvider",
     "Runnable",
     "format_micro_time",

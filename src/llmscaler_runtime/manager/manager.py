@@ -18,7 +18,6 @@ writing), and ``run()`` returns 1 so the binary exits and restarts as a fresh ca
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import socket
@@ -31,12 +30,13 @@ from typing import Any, Protocol
 import attrs
 from prometheus_client import CollectorRegistry
 
-from llmscaler_runtime.events import EventClient, EventRecorder
+from llmscaler_runtime.cache import InformerCache
+from llmscaler_runtime.events import EventRecorder
+from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.manager.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
-    LeaseClient,
     MonotonicClock,
 )
 from llmscaler_runtime.manager.metrics import ControllerMetrics
@@ -49,7 +49,7 @@ from llmscaler_runtime.manager.server import (
     probe_handler,
 )
 
-__all__ = ["CacheLike", "Manager", "ManagerClient", "Runnable"]
+__all__ = ["Manager", "Runnable"]
 
 _log = get_logger(__name__)
 
@@ -69,32 +69,6 @@ class Runnable(Protocol):
     def stop(self, timeout: float | None = None) -> None: ...
 
 
-class CacheLike(Protocol):
-    """The part of ``llmscaler_runtime.cache.InformerCache`` the Manager drives."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def wait_for_cache_sync(self, timeout: float | None = None) -> bool: ...
-
-    def has_synced(self) -> bool: ...
-
-    def get_informer(self, api_version: str, kind: str) -> Any: ...
-
-
-class ManagerClient(EventClient, LeaseClient, Protocol):
-    """What the Manager itself needs from ``llmscaler_runtime.kube.Client``."""
-
-
-def _default_cache(client: Any, namespace: str | None) -> CacheLike:
-    # Imported lazily so the manager can be built and tested with an injected cache; the
-    # informer cache pulls in the whole watch machinery.
-    module = importlib.import_module("llmscaler_runtime.cache")
-    cache: CacheLike = module.InformerCache(client, namespace)
-    return cache
-
-
 def _default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
@@ -111,7 +85,7 @@ class Manager:
 
     def __init__(
         self,
-        client: ManagerClient,
+        client: Client,
         *,
         namespace: str | None = None,
         metrics_bind_address: str = ":8080",
@@ -120,7 +94,7 @@ class Manager:
         graceful_shutdown_timeout: float = 30.0,
         cache_sync_timeout: float = 120.0,
         registry: CollectorRegistry | None = None,
-        cache: CacheLike | None = None,
+        cache: InformerCache | None = None,
         clock: MonotonicClock | None = None,
         install_signal_handlers: bool = True,
     ) -> None:
@@ -132,7 +106,7 @@ class Manager:
         self.namespace = namespace
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
-        self.cache: CacheLike = cache if cache is not None else _default_cache(client, namespace)
+        self.cache = cache if cache is not None else InformerCache(client, namespace)
         self.metrics = ControllerMetrics(registry)
         self.registry = self.metrics.registry
         self._install_signals = install_signal_handlers
@@ -143,6 +117,9 @@ class Manager:
         self.leader_election = le
 
         self._lock = threading.Lock()
+        # Serialises starting and stopping runnables, so a runnable can never be started after
+        # (or while) the shutdown path has stopped it.
+        self._lifecycle = threading.RLock()
         self._leader_runnables: list[Runnable] = []
         self._other_runnables: list[Runnable] = []
         self._leader_started = False
@@ -197,15 +174,16 @@ class Manager:
     def add(self, runnable: Runnable) -> None:
         """Register a runnable; started at once if its group is already running."""
         needs_leader = bool(getattr(runnable, "need_leader_election", True))
-        with self._lock:
-            if needs_leader:
-                self._leader_runnables.append(runnable)
-                start_now = self._leader_started
-            else:
-                self._other_runnables.append(runnable)
-                start_now = self._others_started
-        if start_now:
-            runnable.start()
+        with self._lifecycle:
+            with self._lock:
+                if needs_leader:
+                    self._leader_runnables.append(runnable)
+                    start_now = self._leader_started and not self._stop.is_set()
+                else:
+                    self._other_runnables.append(runnable)
+                    start_now = self._others_started and not self._stop.is_set()
+            if start_now:
+                runnable.start()
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         """Add a liveness check (``/healthz``); ``check`` returns None/True, False, or raises."""
@@ -229,7 +207,8 @@ class Manager:
     def is_leader(self) -> bool:
         """May this replica write now? Always True without leader election (once started)."""
         if self._elector is None:
-            return self.elected.is_set() and not self._stop.is_set()
+            # Stays True while in-flight reconciles drain during a graceful shutdown.
+            return self.elected.is_set()
         return self._elector.is_leader()
 
     def still_leader(self) -> bool:
@@ -253,15 +232,16 @@ class Manager:
         # Called on the elector (or watchdog) thread the moment the renew deadline is missed.
         self._lost = True
         self.elected.clear()
-        self.metrics.set_leader(self.leader_election.lease_name, False)
-        with self._lock:
-            runnables = list(self._leader_runnables)
-        for r in runnables:
-            try:
-                r.stop(0)  # shut the queue now; in-flight writes are fenced by still_leader()
-            except Exception:
-                _log.exception("stopping runnable after leadership loss failed")
         self._stop.set()
+        self.metrics.set_leader(self.leader_election.lease_name, False)
+        with self._lifecycle:
+            with self._lock:
+                runnables = list(self._leader_runnables) if self._leader_started else []
+            for r in runnables:
+                try:
+                    r.stop(0)  # shut the queue now; in-flight writes are fenced by still_leader()
+                except Exception:
+                    _log.exception("stopping runnable after leadership loss failed")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -277,13 +257,14 @@ class Manager:
         return self.synced.is_set()
 
     def _start_leader_runnables(self) -> None:
-        with self._lock:
-            if self._leader_started or self._stop.is_set():
-                return
-            self._leader_started = True
-            runnables = list(self._leader_runnables)
-        for r in runnables:
-            r.start()
+        with self._lifecycle:
+            with self._lock:
+                if self._leader_started or self._stop.is_set():
+                    return
+                self._leader_started = True
+                runnables = list(self._leader_runnables)
+            for r in runnables:
+                r.start()
 
     def _wait_for_sync(self) -> bool:
         deadline = time.monotonic() + self.cache_sync_timeout
@@ -307,11 +288,12 @@ class Manager:
             for s in self._servers:
                 s.start()
             self.cache.start()
-            with self._lock:
-                self._others_started = True
-                others = list(self._other_runnables)
-            for r in others:
-                r.start()
+            with self._lifecycle:
+                with self._lock:
+                    self._others_started = True
+                    others = list(self._other_runnables)
+                for r in others:
+                    r.start()
             if not self._wait_for_sync():
                 if not self._stop.is_set():
                     _log.error(
@@ -344,16 +326,17 @@ class Manager:
     def _shutdown(self, code: int) -> int:
         self._stop.set()
         deadline = time.monotonic() + self.graceful_shutdown_timeout
-        with self._lock:
-            leaders = list(self._leader_runnables) if self._leader_started else []
-            others = list(self._other_runnables) if self._others_started else []
-        if self._lost:
-            _log.error("leader election lost; exiting without waiting for in-flight work")
-        else:
-            for r in leaders:
-                self._stop_runnable(r, max(0.0, deadline - time.monotonic()))
-            if time.monotonic() > deadline:
-                _log.warning("graceful shutdown timeout exceeded")
+        with self._lifecycle:
+            with self._lock:
+                leaders = list(self._leader_runnables) if self._leader_started else []
+                others = list(self._other_runnables) if self._others_started else []
+            if self._lost:
+                _log.error("leader election lost; exiting without waiting for in-flight work")
+            else:
+                for r in leaders:
+                    self._stop_runnable(r, max(0.0, deadline - time.monotonic()))
+                if time.monotonic() > deadline:
+                    _log.warning("graceful shutdown timeout exceeded")
         if self._elector is not None:
             self._elector.stop(release=not self._lost and self.leader_election.release_on_cancel)
             self.metrics.set_leader(self.leader_election.lease_name, False)

@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -47,7 +47,8 @@ def make(client: FakeClient | None = None, **kw: Any) -> Manager:
     kw.setdefault("metrics_bind_address", LOCAL)
     kw.setdefault("health_probe_bind_address", LOCAL)
     kw.setdefault("install_signal_handlers", False)
-    return Manager(client or FakeClient(), **kw)
+    # The fakes implement only what the manager calls, hence the cast.
+    return Manager(cast(Any, client or FakeClient()), **kw)
 
 
 class Running:
@@ -378,3 +379,18 @@ def test_event_recorder_is_shared_per_component_and_stopped_with_manager() -> No
     mgr.stop()
     assert run.join() == 0
     assert len(client.of_kind("Event")) == 1  # flushed on shutdown
+
+
+def test_default_cache_is_the_informer_cache() -> None:
+    from llmscaler_runtime.cache import InformerCache
+
+    mgr = make(cache=None, metrics_bind_address="0", health_probe_bind_address="0")
+    assert isinstance(mgr.cache, InformerCache)
+    events: list[str] = []
+    ctrl = FakeRunnable("controller", events)
+    mgr.add(ctrl)
+    run = Running(mgr)
+    # With no informers requested yet, the real cache is synced at once.
+    wait_for(ctrl.started.is_set, what="controller start")
+    mgr.stop()
+    assert run.join() == 0
