@@ -1,0 +1,314 @@
+"""List-then-watch one kind into a sink, surviving every kind of API trouble.
+
+Behaviour follows client-go's Reflector:
+
+- LIST (paged with ``limit``/``continue``) and hand the full result to ``sink.replace``; then
+  WATCH from the list's resourceVersion with bookmarks on and a random server timeout between
+  5 and 10 minutes, so many informers do not reconnect in lockstep.
+- Every event (and bookmark) advances the last seen resourceVersion; a dropped connection
+  resumes the watch from there, so nothing is listed again and nothing is missed.
+- 410 Gone (the resourceVersion was compacted away) forces a fresh LIST; the sink receives it
+  as a replace and computes what changed while we were away.
+- Any other failure backs off (0.8 s doubling to 30 s, jittered, reset after 2 healthy
+  minutes); 429 waits the server's Retry-After instead. A watch that ends at once without a
+  single event counts as a failure, so a server that keeps closing connections is not hammered.
+- Malformed events and unknown event types are logged and skipped.
+- The sink is only ever given complete information: a failed LIST leaves it untouched, so
+  readers keep the last known state through any outage.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import structlog
+
+from ..kube.errors import Gone, TooManyRequests
+from .backoff import Backoff
+
+__all__ = ["ListerWatcher", "Reflector", "ReflectorSink"]
+
+log = structlog.get_logger(__name__)
+
+WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+SHORT_WATCH_SECONDS = 1.0
+
+
+class ReflectorSink(Protocol):
+    """Where a reflector delivers state; a Store satisfies it, informers wrap one."""
+
+    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None: ...
+    def add(self, obj: dict[str, Any]) -> None: ...
+    def update(self, obj: dict[str, Any]) -> None: ...
+    def delete(self, obj: dict[str, Any]) -> None: ...
+
+
+class _Stream(Protocol):
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+    def close(self) -> None: ...
+
+
+class ListerWatcher(Protocol):
+    """The two Client verbs a reflector uses (a scripted fake works in tests)."""
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> dict[str, Any]: ...
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+    ) -> Any: ...
+
+
+class _ShortWatch(Exception):
+    """The watch ended immediately without events; treated like an error for backoff."""
+
+
+class Reflector:
+    """Keeps ``sink`` in sync with one (kind, namespace, selector) on the server.
+
+    ``clock`` (monotonic seconds), ``sleep`` and ``rng`` are injectable so tests drive time;
+    the default sleep returns early when :meth:`stop` is called.
+    """
+
+    def __init__(
+        self,
+        client: ListerWatcher,
+        api_version: str,
+        kind: str,
+        sink: ReflectorSink,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        page_size: int | None = 500,
+        min_watch_timeout: float = 300.0,
+        max_watch_timeout: float = 600.0,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if min_watch_timeout <= 0 or max_watch_timeout < min_watch_timeout:
+            raise ValueError("watch timeouts need 0 < min <= max")
+        self._client = client
+        self.api_version = api_version
+        self.kind = kind
+        self._sink = sink
+        self._namespace = namespace
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._transform = transform
+        self._page_size = page_size
+        self._min_watch = min_watch_timeout
+        self._max_watch = max_watch_timeout
+        self._clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self._backoff = backoff if backoff is not None else Backoff(clock=clock, rng=self._rng)
+        self._stop = threading.Event()
+        self._sleep = sleep if sleep is not None else self._interruptible_sleep
+        self._lock = threading.Lock()
+        self._stream: _Stream | None = None
+        self._resource_version = ""
+        self._need_list = True
+        self._log = log.bind(api_version=api_version, kind=kind, namespace=namespace or "")
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The newest resourceVersion seen (list, event or bookmark)."""
+        return self._resource_version
+
+    @property
+    def stopped(self) -> bool:
+        """True once stop() was called."""
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """Make :meth:`run` return soon; closes an open watch to unblock it."""
+        self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def run(self) -> None:
+        """Loop list/watch until stopped; never raises for API or transport failures."""
+        failed_last = False
+        while not self._stop.is_set():
+            delay = 0.0
+            try:
+                if self._need_list:
+                    self._list()
+                self._watch()
+                failed_last = False
+                continue
+            except Gone as exc:
+                self._log.info("reflector.relist", reason=exc.reason, message=exc.message)
+                self._need_list = True
+                # the first 410 relists at once; repeated ones in a row back off
+                delay = self._backoff.next_delay() if failed_last else 0.0
+            except TooManyRequests as exc:
+                delay = (
+                    exc.retry_after if exc.retry_after is not None else self._backoff.next_delay()
+                )
+                self._log.warning("reflector.throttled", retry_after=delay)
+            except _ShortWatch:
+                delay = self._backoff.next_delay()
+                self._log.warning("reflector.short_watch", delay=round(delay, 3))
+            except Exception as exc:
+                delay = self._backoff.next_delay()
+                self._log.warning(
+                    "reflector.error",
+                    error=f"{type(exc).__name__}: {exc}",
+                    relist=self._need_list,
+                    delay=round(delay, 3),
+                )
+            failed_last = True
+            if delay > 0 and not self._stop.is_set():
+                self._sleep(delay)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _interruptible_sleep(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    def _apply_transform(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self._transform(obj) if self._transform is not None else obj
+
+    def _list_pages(self, limit: int | None) -> tuple[list[dict[str, Any]], str]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        list_rv = ""
+        while True:
+            page = self._client.list(
+                self.api_version,
+                self.kind,
+                self._namespace,
+                label_selector=self._label_selector,
+                field_selector=self._field_selector,
+                limit=limit,
+                continue_=token,
+            )
+            items.extend(i for i in page.get("items") or () if isinstance(i, dict))
+            meta = page.get("metadata") or {}
+            list_rv = str(meta.get("resourceVersion") or "")
+            token = meta.get("continue") or None
+            if not token or self._stop.is_set():
+                return items, list_rv
+
+    def _list(self) -> None:
+        try:
+            items, list_rv = self._list_pages(self._page_size)
+        except Gone:
+            if not self._page_size:
+                raise
+            # the continue token expired between pages: take one unpaged consistent list
+            self._log.info("reflector.continue_expired")
+            items, list_rv = self._list_pages(None)
+        if self._stop.is_set():
+            return
+        transformed: list[dict[str, Any]] = []
+        for item in items:
+            try:
+                transformed.append(self._apply_transform(item))
+            except Exception:
+                self._log.exception("reflector.transform_failed")
+        self._sink.replace(transformed, list_rv)
+        self._resource_version = list_rv
+        self._need_list = False
+        self._log.debug("reflector.listed", count=len(transformed), resource_version=list_rv)
+
+    def _watch(self) -> None:
+        timeout = int(self._rng.uniform(self._min_watch, self._max_watch))
+        started = self._clock()
+        stream: _Stream = self._client.watch(
+            self.api_version,
+            self.kind,
+            self._namespace,
+            resource_version=self._resource_version,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=timeout,
+        )
+        with self._lock:
+            self._stream = stream
+        if self._stop.is_set():
+            stream.close()
+        events = 0
+        try:
+            for event in stream:
+                if self._stop.is_set():
+                    break
+                events += 1
+                self._handle(event)
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+        if (
+            events == 0
+            and not self._stop.is_set()
+            and self._clock() - started < SHORT_WATCH_SECONDS
+        ):
+            raise _ShortWatch()
+
+    def _handle(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            self._log.warning("reflector.malformed_event", event_repr=repr(event)[:200])
+            return
+        event_type = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            self._log.warning("reflector.malformed_event", type=event_type)
+            return
+        rv = obj["metadata"].get("resourceVersion")
+        if event_type == "BOOKMARK":
+            if rv:
+                self._resource_version = str(rv)
+            return
+        if event_type not in WATCH_EVENT_TYPES:
+            self._log.warning("reflector.unknown_event_type", type=event_type)
+            return
+        if not obj["metadata"].get("name"):
+            self._log.warning("reflector.malformed_event", type=event_type, problem="no name")
+            return
+        try:
+            obj = self._apply_transform(obj)
+        except Exception:
+            self._log.exception("reflector.transform_failed", type=event_type)
+            return
+        if event_type == "ADDED":
+            self._sink.add(obj)
+        elif event_type == "MODIFIED":
+            self._sink.update(obj)
+        else:
+            self._sink.delete(obj)
+        if rv:
+            self._resource_version = str(rv)
