@@ -1,0 +1,77 @@
+"""Label selector parsing and matching."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmscaler_runtime.controller import parse_selector
+
+LABELS = {"app": "llm", "tier": "gpu", "env": "prod"}
+
+CASES: list[tuple[str | dict[str, Any], bool]] = [
+    ("", True),
+    ("app=llm", True),
+    ("app==llm", True),
+    ("app=web", False),
+    ("app!=web", True),
+    ("missing!=x", True),
+    ("app!=llm", False),
+    ("tier in (gpu, cpu)", True),
+    ("tier in (cpu)", False),
+    ("tier notin (cpu)", True),
+    ("missing notin (cpu)", True),
+    ("missing in (cpu)", False),
+    ("env", True),
+    ("missing", False),
+    ("!missing", True),
+    ("!app", False),
+    ("app=llm, tier in (gpu,cpu), !missing", True),
+    ("app=llm,env=dev", False),
+    ({}, True),
+    ({"matchLabels": {"app": "llm"}}, True),
+    ({"matchLabels": {"app": "llm", "env": "dev"}}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}, True),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}, False),
+    ({"matchExpressions": [{"key": "env", "operator": "Exists"}]}, True),
+    ({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}, False),
+]
+
+
+@pytest.mark.parametrize(("selector", "expected"), CASES, ids=[repr(c[0]) for c in CASES])
+def test_matching(selector: str | dict[str, Any], expected: bool) -> None:
+    assert parse_selector(selector).matches(LABELS) is expected
+
+
+def test_no_labels_match_only_negative_clauses() -> None:
+    assert parse_selector("a!=b,!c").matches(None)
+    assert not parse_selector("a").matches(None)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "app in (a",
+        "app in a)",
+        "app = = b",
+        "app > 3",
+        "=x",
+        "app in (a b)",
+        {"matchLabels": {"a": 1}},
+        {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+        {"matchExpressions": [{"key": "a", "operator": "In"}]},
+        {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+        {"matchExpressions": ["nope"]},
+        {"selector": {}},
+    ],
+    ids=repr,
+)
+def test_malformed_selectors_raise(bad: str | dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        parse_selector(bad)
+
+
+def test_wrong_type_raises() -> None:
+    with pytest.raises(TypeError):
+        parse_selector(3)  # type: ignore[arg-type]
