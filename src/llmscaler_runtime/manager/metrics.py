@@ -141,6 +141,7 @@ class ControllerMetrics:
             ["name"],
             registry=r,
         )
+        self._default_queue = QueueMetricsProvider(self)
 
     # -- controller.metrics.ControllerMetricsProvider --------------------------------------
 
@@ -179,6 +180,30 @@ class ControllerMetrics:
     def queue_provider(self, controller: str = "") -> QueueMetricsProvider:
         """A ``workqueue.metrics.QueueMetricsProvider`` for the queue(s) of ``controller``."""
         return QueueMetricsProvider(self, controller)
+
+    # ControllerMetrics is itself a QueueMetricsProvider whose ``controller`` label is the queue
+    # name, which is what the controller Builder uses (a controller names its queue after itself).
+
+    def new_depth_metric(self, name: str) -> GaugeMetric:
+        return self._default_queue.new_depth_metric(name)
+
+    def new_adds_metric(self, name: str) -> CounterMetric:
+        return self._default_queue.new_adds_metric(name)
+
+    def new_latency_metric(self, name: str) -> HistogramMetric:
+        return self._default_queue.new_latency_metric(name)
+
+    def new_work_duration_metric(self, name: str) -> HistogramMetric:
+        return self._default_queue.new_work_duration_metric(name)
+
+    def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
+        return self._default_queue.new_unfinished_work_seconds_metric(name)
+
+    def new_longest_running_processor_metric(self, name: str) -> SettableGaugeMetric:
+        return self._default_queue.new_longest_running_processor_metric(name)
+
+    def new_retries_metric(self, name: str) -> CounterMetric:
+        return self._default_queue.new_retries_metric(name)
 
     def set_leader(self, lease_name: str, leading: bool) -> None:
         self.leader_election_master_status.labels(name=lease_name).set(1 if leading else 0)

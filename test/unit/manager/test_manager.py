@@ -394,3 +394,38 @@ def test_default_cache_is_the_informer_cache() -> None:
     wait_for(ctrl.started.is_set, what="controller start")
     mgr.stop()
     assert run.join() == 0
+
+
+def test_real_controller_reports_through_manager_metrics(stop_all: list[Manager]) -> None:
+    from llmscaler_runtime.controller import Controller, Request, Result
+
+    clock = FakeClock()
+    mgr = make(FakeClient(), cache=FakeCache(synced=True), leader_election=le("a"), clock=clock)
+    stop_all.append(mgr)
+    seen: list[tuple[str, bool]] = []
+
+    class Reconciler:
+        def reconcile(self, request: Request) -> Result:
+            seen.append((request.name, mgr.still_leader()))  # the fence a writer checks
+            return Result()
+
+    ctrl = Controller("llmscaler", Reconciler(), metrics=mgr.metrics, queue_metrics=mgr.metrics)
+    mgr.add(ctrl)
+    run = Running(mgr)
+    wait_for(mgr.elected.is_set, what="leadership")
+    ctrl.queue.add(Request("team", "s1"))
+    wait_for(lambda: bool(seen), what="a reconcile")
+    assert seen == [("s1", True)]
+
+    def success_count() -> float | None:
+        return mgr.registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": "llmscaler", "result": "success"}
+        )
+
+    wait_for(lambda: success_count() == 1.0, what="reconcile metric")
+    _, text = get(mgr.metrics_port, "/metrics")
+    assert 'workqueue_adds_total{controller="llmscaler",name="llmscaler"} 1.0' in text
+    assert 'controller_runtime_max_concurrent_reconciles{controller="llmscaler"} 1.0' in text
+    assert 'leader_election_master_status{name="llmscaler-leader"} 1.0' in text
+    mgr.stop()
+    assert run.join() == 0
