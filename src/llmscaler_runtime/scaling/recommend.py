@@ -24,11 +24,13 @@ from llmscaler_runtime.scaling.types import (
     TargetView,
 )
 
-__all__ = ["HpaRecommender", "Recommender", "baseline_replicas", "clamp", "ratio_replicas"]
+__all__ = ["SATURATED", "HpaRecommender", "Recommender", "baseline_replicas", "clamp", "ratio_replicas"]
 
 # ceil() of a product that should be an integer can land a hair above it (3 * 0.8 / 0.8 is
 # 3.0000000000000004); this relative slack keeps float noise from adding a replica.
 _EPSILON = 1e-9
+#: What an overflowing ratio saturates at: one more than any int32 replica count.
+SATURATED = 2**31
 
 
 class Recommender(Protocol):
@@ -48,20 +50,20 @@ def baseline_replicas(target: TargetView) -> int:
     return 1
 
 
-def ratio_replicas(baseline: int, value: float, target: float, ceiling: int) -> int:
-    """``ceil(baseline * value / target)``, saturating at ``ceiling + 1`` instead of overflowing.
+def ratio_replicas(baseline: int, value: float, target: float) -> int:
+    """``ceil(baseline * value / target)``, saturating at :data:`SATURATED` instead of overflowing.
 
-    Saturating just above the ceiling (rather than at it) lets the caller still see that the
-    upper bound was hit. Negative values read as zero demand.
+    No workload can hold more than an int32 of replicas, so any larger figure (including one
+    that overflowed to infinity) is reported as ``SATURATED`` and the clamp then takes it down
+    to maxReplicas. Negative values read as zero demand.
     """
     if not (math.isfinite(value) and math.isfinite(target)) or target <= 0:
         raise ValueError(f"cannot compute a ratio from value={value!r} target={target!r}")
     if value <= 0:
         return 0
-    ratio = value / target  # may overflow to inf for tiny targets
-    raw = baseline * ratio
-    if not math.isfinite(raw) or raw > ceiling:
-        return ceiling + 1
+    raw = baseline * (value / target)  # may overflow to inf for tiny targets
+    if not math.isfinite(raw) or raw >= SATURATED:
+        return SATURATED
     return max(0, math.ceil(raw - _EPSILON * max(1.0, raw)))
 
 
@@ -97,7 +99,7 @@ class HpaRecommender:
         for reading in measurement.readings:
             if reading.value is None:
                 continue
-            replicas = ratio_replicas(baseline, reading.value, reading.target, spec.max_replicas)
+            replicas = ratio_replicas(baseline, reading.value, reading.target)
             votes.append(
                 MetricRecommendation(reading.name, reading.value, reading.target, replicas)
             )

@@ -201,11 +201,20 @@ class FakeClient:
     ) -> dict[str, Any]:
         self.cluster._check_fail("apply", f"apply:{obj['kind']}")
         self.cluster.calls.append(
-            Call("apply", obj["kind"], obj["metadata"]["name"], copy.deepcopy(obj), subresource,
-                 field_manager, force)
+            Call(
+                "apply",
+                obj["kind"],
+                obj["metadata"]["name"],
+                copy.deepcopy(obj),
+                subresource,
+                field_manager,
+                force,
+            )
         )
         meta = obj["metadata"]
-        stored = self.cluster.objects[(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])]
+        stored = self.cluster.objects[
+            (obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])
+        ]
         _merge(stored, {"spec": obj["spec"]})
         return copy.deepcopy(stored)
 

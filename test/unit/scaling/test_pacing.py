@@ -13,15 +13,23 @@ T0 = 1000.0
 
 def spec(window: int = 0, step: int = 0, min_r: int = 1, max_r: int = 20) -> LLMScalerSpec:
     return LLMScalerSpec(
-        TargetRef("apps/v1", "Deployment", "web"), "http://p", min_r, max_r,
+        TargetRef("apps/v1", "Deployment", "web"),
+        "http://p",
+        min_r,
+        max_r,
         scale_down=ScaleDown(stabilization_window_seconds=window, max_step_replicas=step),
     )
 
 
 def view(replicas: int, ready: int | None = None, terminating: int | None = None) -> TargetView:
     return TargetView(
-        "apps/v1", "Deployment", "web", "ns", replicas,
-        replicas if ready is None else ready, terminating_replicas=terminating,
+        "apps/v1",
+        "Deployment",
+        "web",
+        "ns",
+        replicas,
+        replicas if ready is None else ready,
+        terminating_replicas=terminating,
     )
 
 
@@ -41,11 +49,18 @@ class Sim:
         self.history: History | None = None
         self.t = T0
 
-    def sync(self, recommended: int | None, at: float, *, ready: int | None = None,
-             terminating: int | None = None) -> Plan:
+    def sync(
+        self,
+        recommended: int | None,
+        at: float,
+        *,
+        ready: int | None = None,
+        terminating: int | None = None,
+    ) -> Plan:
         self.t = at
-        plan = pace(self.history, self.spec, view(self.replicas, ready, terminating),
-                    rec(recommended), at)
+        plan = pace(
+            self.history, self.spec, view(self.replicas, ready, terminating), rec(recommended), at
+        )
         self.history = plan.history_if_written
         self.replicas = plan.replicas
         return plan

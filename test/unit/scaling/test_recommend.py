@@ -13,7 +13,10 @@ from llmscaler_runtime.scaling.types import Measurement, MetricReading, TargetVi
 
 def spec(min_r: int = 1, max_r: int = 10, provider: MetricProvider = MetricProvider.PROMETHEUS):
     return LLMScalerSpec(
-        TargetRef("apps/v1", "Deployment", "web"), "http://p", min_r, max_r,
+        TargetRef("apps/v1", "Deployment", "web"),
+        "http://p",
+        min_r,
+        max_r,
         metric_provider=provider,
     )
 

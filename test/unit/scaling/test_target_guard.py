@@ -19,13 +19,25 @@ def test_any_kind_with_replicas_and_ready_replicas_is_a_target() -> None:
         "status": {"readyReplicas": 1},
     }
     v = target_view(lws)
-    assert (v.kind, v.spec_replicas, v.ready_replicas, v.group) == ("LeaderWorkerSet", 2, 1, "leaderworkerset.x-k8s.io")
+    assert (v.kind, v.spec_replicas, v.ready_replicas, v.group) == (
+        "LeaderWorkerSet",
+        2,
+        1,
+        "leaderworkerset.x-k8s.io",
+    )
     assert v.terminating_replicas is None and v.updated_replicas is None
 
 
 def test_omitted_ready_replicas_reads_as_zero() -> None:
-    v = target_view({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "a"},
-                     "spec": {"replicas": 3}, "status": {}})
+    v = target_view(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "a"},
+            "spec": {"replicas": 3},
+            "status": {},
+        }
+    )
     assert v.ready_replicas == 0
 
 

@@ -86,9 +86,7 @@ def test_nan_cost_is_no_cost() -> None:
 
 
 def test_terminating_pods_are_not_candidates() -> None:
-    infos = pods_from_objects(
-        [pod("a", "t1", cost="4"), pod("b", "t2", terminating=True)]
-    )
+    infos = pods_from_objects([pod("a", "t1", cost="4"), pod("b", "t2", terminating=True)])
     assert infos == [PodInfo("a", "t1", "4")]
 
 
@@ -102,9 +100,7 @@ def test_selector_string_covers_labels_and_expressions() -> None:
             {"key": "old", "operator": "DoesNotExist"},
         ],
     }
-    assert selector_string(sel) == (
-        "app=web,tier=llm,zone in (a,b),canary notin (yes),gpu,!old"
-    )
+    assert selector_string(sel) == ("app=web,tier=llm,zone in (a,b),canary notin (yes),gpu,!old")
 
 
 def test_empty_or_bad_selector_is_refused() -> None:

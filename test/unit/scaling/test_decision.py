@@ -1,0 +1,160 @@
+"""Custom provider: strict parsing of the decision server's reply, over a real HTTP server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from llmscaler_runtime.api.v1alpha1 import LLMScaler
+from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.providers import DecisionProvider, MetricError, parse_decision
+
+from .fakes import scaler_obj
+from .httpserver import Reply, ScriptedServer, json_reply
+
+API = "llmscaling.inference.x-k8s.io/v1alpha1"
+HTTP = HttpOptions(timeout=0.5, connect_timeout=0.5, max_attempts=1, coalesce_ttl=0, retry_wait=0)
+
+
+def doc(*decisions: dict[str, Any], api: str = API) -> dict[str, Any]:
+    return {"apiVersion": api, "decisions": list(decisions)}
+
+
+def decision(active: Any = 3, service: str = "svc", ns: str | None = "team") -> dict[str, Any]:
+    d: dict[str, Any] = {"serviceId": service, "replicas": {"active": active}}
+    if ns is not None:
+        d["namespace"] = ns
+    return d
+
+
+def parse(
+    body: bytes | dict[str, Any],
+    *,
+    ct: str = "application/json",
+    status: int = 200,
+    ns: str | None = None,
+) -> int:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return parse_decision(status, ct, raw, service_id="svc", namespace=ns)
+
+
+def test_matching_decision_gives_absolute_count() -> None:
+    assert parse(doc(decision(15), decision(2, service="other"))) == 15
+
+
+@pytest.mark.parametrize("active", [3.0, "3", True, False, None, [3], {"n": 3}, -1, 2**31])
+def test_replicas_active_must_be_an_int32_json_integer(active: Any) -> None:
+    with pytest.raises(MetricError, match="replicas.active"):
+        parse(doc(decision(active)))
+
+
+def test_replicas_active_bounds_are_inclusive() -> None:
+    assert parse(doc(decision(0))) == 0
+    assert parse(doc(decision(2**31 - 1))) == 2**31 - 1
+
+
+def test_missing_replicas_active_is_an_error() -> None:
+    with pytest.raises(MetricError, match="no replicas.active"):
+        parse(doc({"serviceId": "svc", "replicas": {}}))
+
+
+@pytest.mark.parametrize("api", ["llmscaling.inference.x-k8s.io/v1beta1", "v1", ""])
+def test_only_the_v1alpha1_schema_is_understood(api: str) -> None:
+    with pytest.raises(MetricError, match="apiVersion"):
+        parse(doc(decision(), api=api))
+
+
+def test_no_matching_service_is_an_error() -> None:
+    with pytest.raises(MetricError, match="no decision"):
+        parse(doc(decision(service="other")))
+
+
+def test_two_matches_are_an_error() -> None:
+    with pytest.raises(MetricError, match="2 decisions match"):
+        parse(doc(decision(1, ns="a"), decision(2, ns="b")))
+
+
+def test_namespace_narrows_the_match() -> None:
+    body = doc(decision(1, ns="a"), decision(2, ns="b"))
+    assert parse(body, ns="b") == 2
+    with pytest.raises(MetricError):
+        parse(body, ns="c")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        json.dumps(doc(decision())).encode() + b"x",
+        json.dumps(doc(decision())).encode() + b'{"a":1}',
+        b"<html>oops</html>",
+        b"",
+        b'{"apiVersion": "%s", "apiVersion": "%s", "decisions": []}' % (API.encode(), API.encode()),
+        b'{"apiVersion": "%s", "decisions": [{"serviceId": "svc", "replicas": {"active": NaN}}]}'
+        % API.encode(),
+        b"\xff\xfe",
+    ],
+)
+def test_malformed_bodies_are_errors(raw: bytes) -> None:
+    with pytest.raises(MetricError):
+        parse(raw)
+
+
+@pytest.mark.parametrize("ct", ["text/html", "text/plain", "", "application/json-seq"])
+def test_wrong_content_type_is_an_error(ct: str) -> None:
+    with pytest.raises(MetricError, match="content-type"):
+        parse(doc(decision()), ct=ct)
+
+
+def test_content_type_parameters_are_allowed() -> None:
+    assert parse(doc(decision(4)), ct="application/json; charset=utf-8") == 4
+
+
+def test_non_200_is_an_error() -> None:
+    with pytest.raises(MetricError, match="HTTP 500"):
+        parse(doc(decision()), status=500)
+
+
+def custom_scaler(url: str, path: str = "/decisions", ns: str | None = "team") -> LLMScaler:
+    obj = scaler_obj(provider="Custom")
+    obj["spec"]["serverAddress"] = url
+    obj["spec"]["serverHeaders"] = {"X-Token": "abc"}
+    obj["spec"]["customProvider"] = {"serviceId": "svc", "path": path}
+    if ns is not None:
+        obj["spec"]["customProvider"]["namespace"] = ns
+    return LLMScaler.from_dict(obj)
+
+
+def test_provider_sends_service_id_and_headers(server: ScriptedServer) -> None:
+    server.respond = lambda _r: json_reply(doc(decision(9)))
+    m = DecisionProvider(MetricHttpClient(HTTP)).fetch(custom_scaler(server.url, "/v2/d"), 5.0)
+    assert (m.decision, m.error) == (9, None)
+    seen = server.requests[0]
+    assert seen.path == "/v2/d" and seen.query == {"serviceId": ["svc"]}
+    assert seen.headers["x-token"] == "abc"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, b"{}"),
+        Reply(200, b"<html></html>", "text/html"),
+        Reply(200, b"{" * 10, "application/json"),
+        Reply(200, b"{}", delay=10),
+        Reply(200, b" " * 300_000, content_length=False),
+    ],
+    ids=["500", "html", "garbage", "no-response", "huge"],
+)
+def test_any_failure_holds_the_fleet(server: ScriptedServer, reply: Reply) -> None:
+    server.respond = lambda _r: reply
+    http = MetricHttpClient(
+        HttpOptions(timeout=0.5, max_attempts=1, coalesce_ttl=0, max_response_bytes=100_000)
+    )
+    m = DecisionProvider(http).fetch(custom_scaler(server.url), 5.0)
+    assert m.decision is None and m.error and not m.usable
+
+
+def test_server_down_holds_the_fleet() -> None:
+    m = DecisionProvider(MetricHttpClient(HTTP)).fetch(custom_scaler("http://127.0.0.1:9"), 5.0)
+    assert m.decision is None and "cannot reach" in (m.error or "")

@@ -1,0 +1,213 @@
+"""Metric transport: timeouts, size cap, bounded retries, TLS options, request coalescing."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from llmscaler_runtime.scaling.http import FetchError, HttpOptions, MetricHttpClient
+
+from .httpserver import Reply, ScriptedServer, Seen
+
+FAST = HttpOptions(connect_timeout=0.5, timeout=0.5, retry_wait=0.0, coalesce_ttl=0.0)
+
+
+def client(**kw: object) -> MetricHttpClient:
+    opts = attrs.evolve(FAST, **kw)  # type: ignore[arg-type]
+    return MetricHttpClient(opts)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_defaults_are_connect_2s_total_5s() -> None:
+    opts = HttpOptions()
+    assert (opts.connect_timeout, opts.timeout, opts.max_response_bytes) == (2.0, 5.0, 4 << 20)
+
+
+def test_headers_and_params_are_sent(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    resp = client().get(server.url + "/x", params={"q": "a b"}, headers={"Authorization": "t"})
+    assert resp.status == 200 and resp.media_type == "application/json"
+    seen = server.requests[0]
+    assert seen.query == {"q": ["a b"]} and seen.headers["authorization"] == "t"
+
+
+def test_slow_response_times_out_within_total_timeout(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}", delay=10)
+    started = time.monotonic()
+    with pytest.raises(FetchError, match="timed out"):
+        client(max_attempts=1).get(server.url + "/slow")
+    assert time.monotonic() - started < 3
+
+
+def test_body_over_the_cap_is_refused(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"x" * 5000)
+    with pytest.raises(FetchError, match="limit"):
+        client(max_response_bytes=1000).get(server.url + "/big")
+
+
+def test_body_over_the_cap_without_content_length_is_refused_while_streaming(
+    server: ScriptedServer,
+) -> None:
+    server.respond = lambda _r: Reply(200, b"x" * 200_000, content_length=False)
+    with pytest.raises(FetchError, match="limit"):
+        client(max_response_bytes=1000).get(server.url + "/big")
+
+
+def test_transient_5xx_is_retried(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(503, b"busy") if server.hits() == 1 else Reply(200, b"{}")
+    assert client(max_attempts=3).get(server.url + "/flaky").status == 200
+    assert server.hits() == 2
+
+
+def test_retries_are_bounded_by_attempts(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(503, b"busy")
+    assert client(max_attempts=3).get(server.url + "/down").status == 503
+    assert server.hits() == 3
+
+
+def test_non_transient_status_is_not_retried(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(400, b"bad")
+    assert client(max_attempts=3).get(server.url + "/bad").status == 400
+    assert server.hits() == 1
+
+
+def test_retries_stop_when_another_attempt_would_overrun_the_budget(
+    server: ScriptedServer,
+) -> None:
+    server.respond = lambda _r: Reply(503, b"busy")
+    # each attempt may take 0.5 s; after the first, a 0.4 s budget has no room for another
+    client(max_attempts=5, timeout=0.5).get(server.url + "/down", budget=0.4)
+    assert server.hits() == 1
+
+
+def test_connection_refused_is_a_fetch_error() -> None:
+    with pytest.raises(FetchError):
+        client(max_attempts=2).get(f"http://127.0.0.1:{free_port()}/")
+
+
+def test_identical_requests_within_ttl_are_coalesced(server: ScriptedServer) -> None:
+    def slow(_r: Seen) -> Reply:
+        return Reply(200, b'{"ok": 1}', delay=0.2)
+
+    server.respond = slow
+    http = client(coalesce_ttl=5.0)
+    results: list[bytes] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        body = http.get(server.url + "/q", params={"query": "up"}, headers={"A": "1"}).body
+        with lock:
+            results.append(body)
+
+    threads = [threading.Thread(target=one) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == [b'{"ok": 1}'] * 12
+    assert server.hits() == 1
+
+
+def test_coalescing_keys_on_url_query_and_headers(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    http = client(coalesce_ttl=5.0)
+    http.get(server.url + "/q", params={"query": "a"})
+    http.get(server.url + "/q", params={"query": "a"})
+    http.get(server.url + "/q", params={"query": "b"})
+    http.get(server.url + "/q", params={"query": "a"}, headers={"Authorization": "x"})
+    assert server.hits() == 3
+
+
+def test_coalesced_answer_expires_after_ttl(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    now = [0.0]
+    http = MetricHttpClient(
+        HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=lambda: now[0]
+    )
+    http.get(server.url + "/q")
+    now[0] = 0.9
+    http.get(server.url + "/q")
+    assert server.hits() == 1
+    now[0] = 1.1
+    http.get(server.url + "/q")
+    assert server.hits() == 2
+
+
+def test_failures_are_coalesced_too() -> None:
+    now = [0.0]
+    http = MetricHttpClient(
+        HttpOptions(timeout=0.5, max_attempts=1, coalesce_ttl=1.0), clock=lambda: now[0]
+    )
+    url = f"http://127.0.0.1:{free_port()}/"
+    with pytest.raises(FetchError):
+        http.get(url)
+    with pytest.raises(FetchError):
+        http.get(url)
+    assert http.requests_sent == 1
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("tls")
+    key, crt = d / "key.pem", d / "crt.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return key, crt
+
+
+@pytest.fixture
+def tls_server(cert: tuple[Path, Path]):  # type: ignore[no-untyped-def]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert[1]), str(cert[0]))
+    srv = ScriptedServer(tls=ctx)
+    srv.respond = lambda _r: Reply(200, b"{}")
+    yield srv
+    srv.close()
+
+
+def test_tls_untrusted_certificate_is_refused(tls_server: ScriptedServer) -> None:
+    with pytest.raises(FetchError):
+        client(max_attempts=1, timeout=2.0).get(tls_server.url + "/")
+
+
+def test_tls_ca_bundle_trusts_the_server(
+    tls_server: ScriptedServer, cert: tuple[Path, Path]
+) -> None:
+    assert client(timeout=2.0, ca_bundle=str(cert[1])).get(tls_server.url + "/").status == 200
+
+
+def test_tls_insecure_skip_verify(tls_server: ScriptedServer) -> None:
+    assert client(timeout=2.0, insecure_skip_verify=True).get(tls_server.url + "/").status == 200
