@@ -236,9 +236,11 @@ class Controller:
             self.metrics.inc_terminal_reconcile_errors(self.name)
             self._log.error("terminal reconciler error; not requeued", exc_info=True)
             return "error"
-        except BaseException:
+        except BaseException as exc:
             # Any exception (even SystemExit raised by a reconciler) must not kill the worker.
             self.queue.add_rate_limited(req)
+            if not isinstance(exc, Exception):
+                self.metrics.inc_reconcile_panics(self.name)
             self.metrics.inc_reconcile_errors(self.name)
             self._log.error(
                 "reconciler error", requeues=self.queue.num_requeues(req), exc_info=True

@@ -14,9 +14,13 @@ hook                               series
                                    ``controller_runtime_reconcile_time_seconds`` observe
 ``inc_reconcile_errors``           ``controller_runtime_reconcile_errors_total`` += 1
 ``inc_terminal_reconcile_errors``  ``controller_runtime_terminal_reconcile_errors_total`` += 1
+``inc_reconcile_panics``           ``controller_runtime_reconcile_panics_total`` += 1
 =================================  ==========================================================
 
-A terminal error calls both error hooks, as controller-runtime counts it in both series.
+A terminal error calls both error hooks, as controller-runtime counts it in both series. A
+"panic" is Python's nearest analogue of a recovered Go panic: a ``BaseException`` that is not
+an ``Exception`` (``SystemExit``, ``KeyboardInterrupt`` raised by reconciler code); it is also
+counted as an error, as controller-runtime turns a recovered panic into an error.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ class ControllerMetricsProvider(Protocol):
 
     def inc_terminal_reconcile_errors(self, controller: str) -> None: ...
 
+    def inc_reconcile_panics(self, controller: str) -> None: ...
+
 
 class NoopControllerMetrics:
     """Default provider: records nothing."""
@@ -60,4 +66,7 @@ class NoopControllerMetrics:
         """Deliberately records nothing."""
 
     def inc_terminal_reconcile_errors(self, controller: str) -> None:
+        """Deliberately records nothing."""
+
+    def inc_reconcile_panics(self, controller: str) -> None:
         """Deliberately records nothing."""

@@ -78,6 +78,7 @@ class RecordingControllerMetrics:
         self.results: list[str] = []
         self.errors = 0
         self.terminal = 0
+        self.panics = 0
 
     def controller_started(self, controller: str, max_concurrent_reconciles: int) -> None:
         self.started.append((controller, max_concurrent_reconciles))
@@ -99,6 +100,10 @@ class RecordingControllerMetrics:
     def inc_terminal_reconcile_errors(self, controller: str) -> None:
         with self.cond:
             self.terminal += 1
+
+    def inc_reconcile_panics(self, controller: str) -> None:
+        with self.cond:
+            self.panics += 1
 
     def wait_results(self, n: int, timeout: float = 5.0) -> list[str]:
         """Block until ``n`` reconciles finished (their follow-up is queued by then)."""

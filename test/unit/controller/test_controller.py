@@ -75,7 +75,7 @@ def test_exception_requeues_rate_limited_and_worker_survives(harness_factory: An
     h.clock.step(0.010)  # second backoff: 10 ms
     assert h.metrics.wait_results(3) == ["error", "error", "success"]
     assert h.q.num_requeues(REQ) == 0
-    assert h.metrics.errors == 2 and h.metrics.terminal == 0
+    assert h.metrics.errors == 2 and h.metrics.terminal == 0 and h.metrics.panics == 0
     assert h.reconciler.calls == [REQ, REQ, REQ]
 
 
@@ -86,6 +86,7 @@ def test_base_exceptions_do_not_kill_the_worker(harness_factory: Any) -> None:
     h.metrics.wait_results(1)
     h.controller.enqueue([Request("ns", "b")])
     assert h.metrics.wait_results(2) == ["error", "success"]
+    assert h.metrics.panics == 1 and h.metrics.errors == 1
 
 
 def test_terminal_error_is_not_requeued(harness_factory: Any) -> None:
