@@ -66,7 +66,9 @@ class Runnable(Protocol):
 
     def start(self) -> None: ...
 
-    def stop(self, timeout: float | None = None) -> None: ...
+    def stop(self, timeout: float | None = None) -> object:
+        """Stop, waiting at most ``timeout`` seconds; any return value is ignored."""
+        ...
 
 
 def _default_identity() -> str:
