@@ -210,6 +210,11 @@ class Controller:
             try:
                 if not self._stopping.is_set():
                     self._process(req)
+            except BaseException:
+                # Only a failing hook (metrics provider, log context) can get here; the
+                # reconciler's own exceptions are handled in _reconcile_handler. Either way
+                # the worker must live on.
+                self._log.error("controller hook failed", request=str(req), exc_info=True)
             finally:
                 self.queue.done(req)
 

@@ -284,3 +284,29 @@ def test_reconcile_logs_carry_request_context_and_errors_carry_traceback(
     err = next(e for e in seen if e["event"] == "reconciler error")
     assert err["log_level"] == "error" and err["exc_info"] is True
     assert err["controller"] == "test"
+
+
+def test_a_failing_metrics_hook_does_not_kill_the_worker() -> None:
+    class FlakyMetrics(RecordingControllerMetrics):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fail_next = True
+
+        def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+            if self.fail_next:
+                self.fail_next = False
+                raise ValueError("metrics backend broke")
+            super().observe_reconcile(controller, result, seconds)
+
+    metrics = FlakyMetrics()
+    r = ScriptedReconciler()
+    c = Controller("flaky", r, metrics=metrics, clock=FakeClock())
+    try:
+        c.start()
+        c.enqueue([Request("ns", "a")])
+        wait_until(lambda: len(r.calls) == 1, what="first reconcile")
+        c.enqueue([Request("ns", "b")])
+        assert metrics.wait_results(1) == ["success"]
+        assert r.calls == [Request("ns", "a"), Request("ns", "b")]
+    finally:
+        c.stop(timeout=5)
