@@ -24,7 +24,14 @@ from llmscaler_runtime.scaling.types import (
     TargetView,
 )
 
-__all__ = ["SATURATED", "HpaRecommender", "Recommender", "baseline_replicas", "clamp", "ratio_replicas"]
+__all__ = [
+    "SATURATED",
+    "HpaRecommender",
+    "Recommender",
+    "baseline_replicas",
+    "clamp",
+    "ratio_replicas",
+]
 
 # ceil() of a product that should be an integer can land a hair above it (3 * 0.8 / 0.8 is
 # 3.0000000000000004); this relative slack keeps float noise from adding a replica.

@@ -69,6 +69,9 @@ class FakeCluster:
         self.calls: list[Call] = []
         self.fail: dict[str, ApiError] = {}  # verb or "verb:kind[:subresource]" -> error
         self.reads = 0
+        # a write of spec.replicas is followed at once by a fleet of that size, as if the
+        # workload controller and kubelet had caught up; tests of the settle guard turn it off
+        self.auto_settle = True
 
     def put(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
@@ -216,6 +219,13 @@ class FakeClient:
             (obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])
         ]
         _merge(stored, {"spec": obj["spec"]})
+        if self.cluster.auto_settle and "replicas" in obj["spec"]:
+            n = obj["spec"]["replicas"]
+            status = stored.setdefault("status", {})
+            status["readyReplicas"] = n
+            for key in ("updatedReplicas", "replicas"):
+                if key in status:
+                    status[key] = n
         return copy.deepcopy(stored)
 
 

@@ -46,7 +46,7 @@ def test_matching_decision_gives_absolute_count() -> None:
 
 @pytest.mark.parametrize("active", [3.0, "3", True, False, None, [3], {"n": 3}, -1, 2**31])
 def test_replicas_active_must_be_an_int32_json_integer(active: Any) -> None:
-    with pytest.raises(MetricError, match="replicas.active"):
+    with pytest.raises(MetricError, match=r"replicas\.active"):
         parse(doc(decision(active)))
 
 
@@ -56,7 +56,7 @@ def test_replicas_active_bounds_are_inclusive() -> None:
 
 
 def test_missing_replicas_active_is_an_error() -> None:
-    with pytest.raises(MetricError, match="no replicas.active"):
+    with pytest.raises(MetricError, match=r"no replicas\.active"):
         parse(doc({"serviceId": "svc", "replicas": {}}))
 
 

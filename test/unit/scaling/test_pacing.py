@@ -1,4 +1,4 @@
-"""Scale-down pacing rules: stabilization, hold after a write, re-clamp, seeding, step cap, settle."""
+"""Scale-down pacing: stabilization, hold after a write, re-clamp, seeding, step cap, settle."""
 
 from __future__ import annotations
 

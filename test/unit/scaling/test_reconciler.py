@@ -1,0 +1,518 @@
+"""The reconciler end to end over fakes of the cache, client and event recorder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import structlog
+
+from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.controller.types import Request, Result
+from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps
+from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
+from llmscaler_runtime.scaling.victims import VICTIM_COST
+
+from .fakes import (
+    FakeCache,
+    FakeClient,
+    FakeClock,
+    FakeCluster,
+    FakeRecorder,
+    StaticCostSource,
+    StaticFetcher,
+    deployment,
+    internal_error,
+    pod,
+    scaler_obj,
+    writes_of,
+)
+
+SYNC = Result(requeue_after=15.0)
+RETRY = Result(requeue_after=10.0)
+
+
+class World:
+    def __init__(self) -> None:
+        self.cluster = FakeCluster()
+        self.clock = FakeClock()
+        self.recorder = FakeRecorder()
+        self.fetcher = StaticFetcher()
+        self.costs = StaticCostSource()
+        self.reconciler = self.new_reconciler()
+
+    def new_reconciler(self, **kw: Any) -> LLMScalerReconciler:
+        return LLMScalerReconciler(
+            FakeClient(self.cluster),
+            FakeCache(self.cluster),
+            self.recorder,
+            steps=Steps(fetcher=self.fetcher, cost_source=self.costs),
+            clock=self.clock,
+            **kw,
+        )
+
+    def sync(self, name: str = "s") -> Result:
+        return self.reconciler.reconcile(Request("ns", name))
+
+    def scaler(self, name: str = "s") -> dict[str, Any]:
+        return self.cluster.obj(API_VERSION, KIND, "ns", name)
+
+    def status(self, name: str = "s") -> dict[str, Any]:
+        return self.scaler(name).get("status") or {}
+
+    def condition(self, type_: str, name: str = "s") -> dict[str, Any]:
+        for c in self.status(name).get("conditions", []):
+            if c["type"] == type_:
+                return dict(c)
+        raise AssertionError(f"no {type_} condition in {self.status(name)}")
+
+    def replicas(self, name: str = "web") -> int:
+        return int(self.cluster.obj("apps/v1", "Deployment", "ns", name)["spec"]["replicas"])
+
+    def applies(self) -> list[Any]:
+        return list(writes_of(self.cluster, "apply"))
+
+    def pod_patches(self) -> dict[str, Any]:
+        return {
+            c.name: c.body["metadata"]["annotations"][DELETION_COST_ANNOTATION]
+            for c in writes_of(self.cluster, "patch", "Pod")
+        }
+
+
+@pytest.fixture
+def w() -> World:
+    return World()
+
+
+def test_scale_up_applies_spec_replicas_alone_with_stable_field_manager_and_force(
+    w: World,
+) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    assert w.sync() == SYNC
+    (call,) = w.applies()
+    assert call.body == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"replicas": 6},
+    }
+    assert (call.field_manager, call.force) == ("llmscaler-operator", True)
+    assert ("Normal", "SuccessfulRescale") in [(t, r) for t, r, _ in w.recorder.events]
+    assert w.status()["desiredReplicas"] == 6 and w.status()["currentReplicas"] == 3
+    assert w.status()["lastScaleTime"] and w.status()["observedGeneration"] == 1
+
+
+def test_no_write_when_value_unchanged(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    assert w.sync() == SYNC
+    assert w.applies() == []
+    assert "lastScaleTime" not in w.status()
+
+
+def test_steady_state_sync_makes_zero_api_writes(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    w.cluster.calls.clear()
+    w.clock.step(15)
+    assert w.sync() == SYNC
+    assert w.cluster.calls == []
+    assert w.recorder.events == []
+
+
+def test_last_transition_time_moves_only_when_condition_status_flips(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    first = w.condition("ScalingLimited")
+    w.clock.step(30)
+    w.fetcher.set_value(1.1)  # new message, still within range: same status
+    w.sync()
+    assert w.condition("ScalingLimited")["lastTransitionTime"] == first["lastTransitionTime"]
+    w.clock.step(30)
+    w.fetcher.set_value(100.0)  # now limited by maxReplicas: status flips
+    w.sync()
+    limited = w.condition("ScalingLimited")
+    assert limited["status"] == "True" and limited["reason"] == "TooManyReplicas"
+    assert limited["lastTransitionTime"] != first["lastTransitionTime"]
+
+
+def test_target_missing_requeues_after_retry_period_and_scales_once_it_appears(w: World) -> None:
+    w.cluster.put(scaler_obj(retry=7))
+    w.fetcher.set_value(2.0)
+    assert w.sync() == Result(requeue_after=7.0)
+    assert w.condition("AbleToScale")["reason"] == "TargetNotFound"
+    assert "FailedGetTarget" in w.recorder.reasons()
+    assert w.fetcher.calls == 0
+    w.cluster.put(deployment(replicas=2))
+    assert w.sync() == SYNC
+    assert w.replicas() == 4
+    assert w.condition("Ready")["status"] == "True"
+
+
+def test_target_without_spec_replicas_is_reported(w: World) -> None:
+    w.cluster.put(scaler_obj(target=("example.com/v1", "Thing", "t")))
+    w.cluster.put(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Thing",
+            "metadata": {"name": "t", "namespace": "ns"},
+            "spec": {},
+        }
+    )
+    assert w.sync() == RETRY
+    assert w.condition("AbleToScale")["reason"] == "InvalidTarget"
+
+
+def test_any_kind_with_replicas_is_scaled(w: World) -> None:
+    w.cluster.put(scaler_obj(target=("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws")))
+    w.cluster.put(
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "ns"},
+            "spec": {"replicas": 2},
+            "status": {"readyReplicas": 2},
+        }
+    )
+    w.fetcher.set_value(3.0)
+    assert w.sync() == SYNC
+    assert w.applies()[0].body["spec"] == {"replicas": 6}
+
+
+def test_invalid_spec_gets_condition_event_and_retry(w: World) -> None:
+    obj = scaler_obj(retry=4)
+    obj["spec"]["metrics"][0]["target"] = "80%"
+    w.cluster.put(obj)
+    w.cluster.put(deployment())
+    assert w.sync() == Result(requeue_after=4.0)
+    assert w.condition("ScalingActive")["reason"] == "InvalidSpec"
+    assert "%" in w.condition("Ready")["message"]
+    assert ("Warning", "InvalidSpec") in [(t, r) for t, r, _ in w.recorder.events]
+    assert w.applies() == []
+
+
+def test_all_metrics_failed_holds_and_requeues_after_retry_period(w: World) -> None:
+    w.cluster.put(scaler_obj(min_replicas=1))
+    w.cluster.put(deployment(replicas=5))
+    w.fetcher.set_value(None, error="empty vector")
+    assert w.sync() == RETRY
+    assert w.applies() == []
+    assert w.condition("ScalingActive")["reason"] == "FailedGetMetrics"
+    assert "empty vector" in w.condition("ScalingActive")["message"]
+    assert "FailedGetMetrics" in w.recorder.reasons()
+
+
+def test_decision_failure_holds_with_its_own_reason(w: World) -> None:
+    w.cluster.put(scaler_obj(provider="Custom"))
+    w.cluster.put(deployment(replicas=5))
+    w.fetcher.set_decision(None, error="HTTP 500")
+    assert w.sync() == RETRY
+    assert w.applies() == []
+    assert w.condition("ScalingActive")["reason"] == "FailedGetDecision"
+    assert "FailedGetDecision" in w.recorder.reasons()
+
+
+def test_custom_decision_is_applied_as_an_absolute_count(w: World) -> None:
+    w.cluster.put(scaler_obj(provider="Custom", max_replicas=20))
+    w.cluster.put(deployment(replicas=5, ready=2))
+    w.fetcher.set_decision(15)
+    assert w.sync() == SYNC
+    assert w.replicas() == 15
+    assert w.condition("ScalingActive")["reason"] == "ValidDecisionFound"
+
+
+def test_write_error_requeues_after_retry_period_not_backoff(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    w.cluster.fail["apply"] = internal_error()
+    assert w.sync() == RETRY
+    assert w.condition("AbleToScale")["reason"] == "FailedUpdateScale"
+    assert "FailedRescale" in w.recorder.reasons()
+
+
+def test_status_write_error_requeues_after_retry_period(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.cluster.fail["patch:LLMScaler:status"] = internal_error()
+    assert w.sync() == RETRY
+
+
+def test_unexpected_error_requeues_after_retry_period(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+
+    def explode(*_a: Any) -> Any:
+        raise RuntimeError("bug in a step")
+
+    w.fetcher.fetch = explode  # type: ignore[method-assign]
+    assert w.sync() == RETRY
+    assert "SyncFailed" in w.recorder.reasons()
+    assert w.condition("Ready")["status"] == "False"
+
+
+def test_rollout_guard_defers_without_fetching_or_writing(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3, updated=1))
+    w.fetcher.set_value(5.0)
+    assert w.sync() == SYNC
+    assert w.fetcher.calls == 0 and w.applies() == []
+    assert w.condition("AbleToScale")["reason"] == "RolloutInProgress"
+
+
+def test_current_replicas_reports_true_ready_count_during_first_rollout(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3, ready=0))
+    w.fetcher.set_value(2.0)
+    w.sync()
+    assert w.status()["currentReplicas"] == 0
+    assert w.replicas() == 6  # baseline was spec.replicas (3), not 0
+
+
+def test_desired_replicas_is_reported_before_the_step_cap(w: World) -> None:
+    w.cluster.put(scaler_obj(step=2))
+    w.cluster.put(deployment(replicas=10))
+    w.fetcher.set_value(0.1)
+    w.sync()
+    assert w.replicas() == 8
+    assert w.status()["desiredReplicas"] == 1
+
+
+def test_restart_does_not_skip_the_stabilization_window(w: World) -> None:
+    w.cluster.put(scaler_obj(window=60))
+    w.cluster.put(deployment(replicas=10))
+    w.fetcher.set_value(10.0)
+    w.sync()
+    w.fetcher.set_value(0.1)
+    w.clock.step(100)
+    # a new manager (or leader) starts with no history
+    w.reconciler = w.new_reconciler()
+    w.sync()
+    assert w.replicas() == 10
+    w.clock.step(59)
+    w.sync()
+    assert w.replicas() == 10
+    w.clock.step(1)
+    w.sync()
+    assert w.replicas() == 1
+
+
+def test_deleted_scaler_history_is_forgotten(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    assert len(w.reconciler.history) == 1
+    w.cluster.remove(API_VERSION, KIND, "ns", "s")
+    assert w.sync() == Result()
+    assert len(w.reconciler.history) == 0
+
+
+def test_recreated_scaler_starts_with_fresh_history(w: World) -> None:
+    w.cluster.put(scaler_obj(uid="one", window=600))
+    w.cluster.put(deployment(replicas=10))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    w.cluster.put(scaler_obj(uid="two", window=600))
+    w.sync()
+    assert w.reconciler.history.get("one") is None
+    assert w.reconciler.history.get("two") is not None
+
+
+def test_older_scaler_keeps_control_of_a_shared_target(w: World) -> None:
+    w.cluster.put(scaler_obj("young", created="2026-02-01T00:00:00Z"))
+    w.cluster.put(scaler_obj("old", created="2026-01-01T00:00:00Z"))
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    assert w.sync("young") == RETRY
+    assert w.applies() == []
+    active = w.condition("ScalingActive", "young")
+    assert active["status"] == "False" and active["reason"] == "TargetOwnedByAnotherScaler"
+    assert "'old'" in active["message"]
+    assert w.sync("old") == SYNC
+    assert w.replicas() == 6
+
+
+def test_conflict_tie_is_broken_by_name(w: World) -> None:
+    w.cluster.put(scaler_obj("b"))
+    w.cluster.put(scaler_obj("a"))
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    w.sync("b")
+    assert w.applies() == []
+    w.sync("a")
+    assert w.replicas() == 6
+
+
+def test_scalers_of_different_targets_do_not_conflict(w: World) -> None:
+    w.cluster.put(scaler_obj("a", target=("apps/v1", "Deployment", "one")))
+    w.cluster.put(scaler_obj("b", target=("apps/v1", "Deployment", "two")))
+    w.cluster.put(deployment("one", replicas=1))
+    w.cluster.put(deployment("two", replicas=1))
+    w.fetcher.set_value(2.0)
+    w.sync("a")
+    w.sync("b")
+    assert (w.replicas("one"), w.replicas("two")) == (2, 2)
+
+
+def _fleet(w: World, **scaler_kw: Any) -> None:
+    w.cluster.put(scaler_obj(**scaler_kw))
+    w.cluster.put(deployment(replicas=4))
+    for i, name in enumerate(["p1", "p2", "p3", "p4"]):
+        w.cluster.put(pod(name, f"2026-01-01T00:00:0{i}Z"))
+    w.cluster.put(pod("gone", "2026-01-01T00:00:09Z", terminating=True))
+    w.cluster.put(pod("other", "2026-01-01T00:00:09Z", labels={"app": "other"}))
+
+
+def test_scale_down_marks_newest_pods_before_writing_replicas(w: World) -> None:
+    _fleet(w)
+    w.fetcher.set_value(0.5)  # 4 -> 2
+    w.sync()
+    assert w.pod_patches() == {"p3": str(VICTIM_COST), "p4": str(VICTIM_COST)}
+    verbs = [c.verb for c in w.cluster.calls if c.kind in ("Pod", "Deployment")]
+    assert verbs == ["patch", "patch", "apply"]
+    assert w.replicas() == 2
+
+
+def test_no_cost_patches_on_scale_up_or_steady_state(w: World) -> None:
+    _fleet(w)
+    w.fetcher.set_value(1.0)
+    w.sync()
+    w.fetcher.set_value(2.0)
+    w.sync()
+    assert w.replicas() == 8 and w.pod_patches() == {}
+
+
+def test_no_cost_patches_with_behavior_none(w: World) -> None:
+    _fleet(w, behavior="None")
+    w.fetcher.set_value(0.5)
+    w.sync()
+    assert w.replicas() == 2 and w.pod_patches() == {}
+
+
+def test_no_cost_patches_for_non_deployment_targets(w: World) -> None:
+    w.cluster.put(scaler_obj(target=("apps/v1", "StatefulSet", "web")))
+    w.cluster.put(deployment(replicas=4, kind="StatefulSet"))
+    w.cluster.put(pod("p1", "2026-01-01T00:00:00Z"))
+    w.fetcher.set_value(0.5)
+    w.sync()
+    assert w.pod_patches() == {}
+    assert w.cluster.obj("apps/v1", "StatefulSet", "ns", "web")["spec"]["replicas"] == 2
+
+
+def test_deletion_cost_query_costs_are_written(w: World) -> None:
+    _fleet(w, deletion_cost_query="kv * 100")
+    w.costs.costs = {"p1": 90, "p2": 10, "p3": 55}
+    w.fetcher.set_value(0.75)  # 4 -> 3
+    w.sync()
+    assert w.pod_patches() == {"p1": "90", "p2": "10", "p3": "55"}
+    assert w.costs.calls == 1
+
+
+def test_failed_deletion_cost_query_falls_back_to_newest_first(w: World) -> None:
+    _fleet(w, deletion_cost_query="kv * 100")
+    w.costs.error = "timed out"
+    w.fetcher.set_value(0.75)
+    w.sync()
+    assert w.pod_patches() == {"p4": str(VICTIM_COST)}
+    assert "FailedGetDeletionCost" in w.recorder.reasons()
+
+
+def test_custom_provider_ignores_deletion_cost_query(w: World) -> None:
+    _fleet(w, provider="Custom", deletion_cost_query="kv")
+    w.fetcher.set_decision(3)
+    w.sync()
+    assert w.costs.calls == 0
+    assert w.pod_patches() == {"p4": str(VICTIM_COST)}
+
+
+def test_costs_from_an_earlier_decision_are_reset(w: World) -> None:
+    _fleet(w, step=1)
+    w.fetcher.set_value(0.5)
+    w.sync()  # 4 -> 3: p4 marked
+    assert w.pod_patches() == {"p4": str(VICTIM_COST)}
+    # the ReplicaSet removed a different pod than hinted (hints are hints): p2 is gone
+    w.cluster.remove("v1", "Pod", "ns", "p2")
+    w.cluster.calls.clear()
+    w.clock.step(15)
+    w.sync()  # 3 -> 2: remove one pod; p4 is still the newest and keeps its cost
+    assert w.pod_patches() == {}
+    # now p3 carries a stale low cost from nowhere; the next decision clears it
+    w.cluster.obj("v1", "Pod", "ns", "p3")["metadata"]["annotations"] = {
+        DELETION_COST_ANNOTATION: "-7"
+    }
+    w.cluster.remove("v1", "Pod", "ns", "p4")
+    w.cluster.obj("apps/v1", "Deployment", "ns", "web")["status"]["readyReplicas"] = 2
+    w.cluster.calls.clear()
+    w.clock.step(15)
+    w.sync()  # 2 -> 1: p3 newest -> victim cost; p1 untouched
+    assert w.pod_patches() == {"p3": str(VICTIM_COST)}
+
+
+def test_preemption_is_reported_as_not_implemented(w: World) -> None:
+    w.cluster.put(scaler_obj(preemption=True))
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    cond = w.condition("Preemption")
+    assert cond["status"] == "False" and cond["reason"] == "NotImplemented"
+    assert "not implemented" in cond["message"]
+
+
+def test_leader_check_false_writes_nothing(w: World) -> None:
+    w.reconciler = w.new_reconciler(leader_check=lambda: False)
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    w.sync()
+    assert w.cluster.calls == [] and w.fetcher.calls == 0
+
+
+def test_decision_log_carries_every_number(w: World) -> None:
+    w.cluster.put(scaler_obj(step=1))
+    w.cluster.put(deployment(replicas=4, ready=3))
+    w.fetcher.set_value(0.5)
+    with structlog.testing.capture_logs() as logs:
+        w.sync()
+    (line,) = [entry for entry in logs if entry["event"] == "scaling decision"]
+    assert line["ready_replicas"] == 3 and line["spec_replicas"] == 4
+    assert line["baseline"] == 3 and line["votes"] == {"m": 2}
+    assert line["metrics"][0]["value"] == 0.5 and line["metrics"][0]["target"] == 1.0
+    assert (line["desired"], line["write"], line["held_by"]) == (2, 3, "step-cap")
+    assert (line["min_replicas"], line["max_replicas"], line["max_step_replicas"]) == (1, 10, 1)
+
+
+def test_missing_scaler_is_a_no_op(w: World) -> None:
+    assert w.sync("nope") == Result()
+
+
+def test_settle_guard_waits_between_scale_down_steps(w: World) -> None:
+    w.cluster.auto_settle = False
+    w.cluster.put(scaler_obj(step=2))
+    w.cluster.put(deployment(replicas=10, terminating=0))
+    w.fetcher.set_value(0.1)
+    w.sync()
+    assert w.replicas() == 8
+    status = w.cluster.obj("apps/v1", "Deployment", "ns", "web")["status"]
+    # terminating pods leave status.replicas at once and are counted apart
+    status.update(readyReplicas=8, updatedReplicas=8, replicas=8, terminatingReplicas=2)
+    w.clock.step(15)
+    w.sync()
+    assert w.replicas() == 8
+    assert w.condition("AbleToScale")["reason"] == "WaitingForFleetToSettle"
+    status.update(readyReplicas=7, terminatingReplicas=0)
+    w.clock.step(15)
+    w.sync()
+    assert w.replicas() == 8
+    status.update(readyReplicas=8)
+    w.clock.step(15)
+    w.sync()
+    assert w.replicas() == 6
