@@ -107,11 +107,10 @@ class LeaderElectionConfig:
                 f"renew_deadline ({self.renew_deadline}) must be greater than "
                 f"{JITTER_FACTOR} * retry_period ({self.retry_period})"
             )
-        if self.enabled:
-            # identity may be left empty: the Manager fills in "<hostname>_<uuid>".
-            missing = [f for f in ("lease_name", "lease_namespace") if not getattr(self, f)]
-            if missing:
-                raise ValueError(f"leader election enabled but {', '.join(missing)} not set")
+        if self.enabled and not self.lease_name:
+            # identity and lease_namespace may be left empty: the Manager fills in
+            # "<hostname>_<uuid>" and the pod's own namespace.
+            raise ValueError("leader election enabled but lease_name not set")
 
 
 def format_micro_time(dt: datetime) -> str:

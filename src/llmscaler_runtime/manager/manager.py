@@ -71,6 +71,25 @@ class Runnable(Protocol):
         ...
 
 
+#: Where a pod finds its own namespace (mounted with the service account token).
+SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _in_cluster_namespace(path: str = SERVICE_ACCOUNT_NAMESPACE_FILE) -> str:
+    """The pod's namespace, as controller-runtime defaults the lease namespace."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            namespace = f.read().strip()
+    except OSError:
+        namespace = ""
+    if not namespace:
+        raise ValueError(
+            "leader election needs lease_namespace when not running in a cluster "
+            f"({path} is not readable)"
+        )
+    return namespace
+
+
 def _default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
@@ -116,6 +135,8 @@ class Manager:
         le = leader_election or LeaderElectionConfig()
         if le.enabled and not le.identity:
             le = attrs.evolve(le, identity=_default_identity())
+        if le.enabled and not le.lease_namespace:
+            le = attrs.evolve(le, lease_namespace=_in_cluster_namespace())
         self.leader_election = le
 
         self._lock = threading.Lock()

@@ -281,6 +281,8 @@ def test_defaults_are_controller_runtime_defaults_and_enabled_needs_a_lease() ->
     LeaderElectionConfig(renew_deadline=2.41, retry_period=2.0, lease_duration=3.0)
     with pytest.raises(ValueError, match="lease_name"):
         LeaderElectionConfig(enabled=True, lease_namespace="ns")
+    with pytest.raises(ValueError, match="lease_namespace"):
+        LeaderElector(FakeClient(), LeaderElectionConfig(enabled=True, lease_name="l"))
 
 
 def test_micro_time_format() -> None:

@@ -429,3 +429,21 @@ def test_real_controller_reports_through_manager_metrics(stop_all: list[Manager]
     assert 'leader_election_master_status{name="llmscaler-leader"} 1.0' in text
     mgr.stop()
     assert run.join() == 0
+
+
+def test_leader_election_defaults_identity_and_needs_a_namespace_outside_a_cluster() -> None:
+    config = LeaderElectionConfig(enabled=True, lease_name="l", lease_namespace="ns")
+    mgr = make(leader_election=config, metrics_bind_address="0", health_probe_bind_address="0")
+    assert mgr.leader_election.identity  # "<hostname>_<uuid>"
+    assert (
+        mgr.leader_election.identity
+        != make(
+            leader_election=config, metrics_bind_address="0", health_probe_bind_address="0"
+        ).leader_election.identity
+    )
+    with pytest.raises(ValueError, match="lease_namespace"):
+        make(
+            leader_election=LeaderElectionConfig(enabled=True, lease_name="l"),
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+        )
