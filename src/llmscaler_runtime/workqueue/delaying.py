@@ -26,7 +26,11 @@ _READY, _SEQ, _ITEM, _VALID = 0, 1, 2, 3
 
 
 class DelayingQueue(Queue[T]):
-    """A :class:`Queue` with :meth:`add_after`."""
+    """A :class:`Queue` with :meth:`add_after`.
+
+    The timer thread starts with the queue and ends at :meth:`shut_down` (or the drain
+    variant), which owners must call: a queue that is merely dropped keeps its daemon thread.
+    """
 
     #: Longest the timer thread sleeps without looking at the heap (client-go's heartbeat).
     MAX_WAIT = 10.0
