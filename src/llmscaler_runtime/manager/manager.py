@@ -102,6 +102,9 @@ class Manager:
     :attr:`health_port`), ``"0"`` disables. ``registry`` defaults to a fresh per-Manager
     ``CollectorRegistry``. ``clock`` drives the lease timing (inject a fake in tests).
     ``cache`` replaces the default ``InformerCache(client, namespace)``.
+
+    The HTTP ports are bound here, so a bad address fails at construction and the ports are
+    known before :meth:`run`; they are closed when ``run`` returns (or by :meth:`close`).
     """
 
     def __init__(
@@ -271,6 +274,11 @@ class Manager:
     def stop(self) -> None:
         """Ask :meth:`run` to shut down gracefully; safe from any thread or a signal handler."""
         self._stop.set()
+
+    def close(self) -> None:
+        """Release the bound ports of a Manager that will never run (run() does this itself)."""
+        for s in self._servers:
+            s.close()
 
     @property
     def stopping(self) -> bool:

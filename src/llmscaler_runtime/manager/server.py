@@ -128,13 +128,14 @@ class HttpServer:
         cls = _Server6 if ":" in host else _Server
         self._httpd = cls((host, port), _Handler)
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     @property
     def port(self) -> int:
         return int(self._httpd.server_address[1])
 
     def start(self) -> None:
-        if self._thread is None:
+        if self._thread is None and not self._closed:
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
                 kwargs={"poll_interval": 0.1},
@@ -144,6 +145,10 @@ class HttpServer:
             self._thread.start()
 
     def close(self) -> None:
+        """Stop serving and release the port; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(5)

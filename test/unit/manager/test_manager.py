@@ -237,6 +237,20 @@ def test_cache_sync_timeout_fails_the_run() -> None:
     mgr.add(ctrl)
     assert mgr.run() == 1
     assert not ctrl.started.is_set()
+    with pytest.raises(OSError):  # the probe port was released when run() returned
+        get(mgr.health_port, "/healthz")
+
+
+def test_close_releases_ports_of_a_manager_that_never_ran() -> None:
+    import socket
+
+    mgr = make()
+    port = mgr.metrics_port
+    assert port is not None
+    mgr.close()
+    mgr.close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # free again
 
 
 def test_two_managers_one_leads_and_hand_over_on_stop(stop_all: list[Manager]) -> None:
