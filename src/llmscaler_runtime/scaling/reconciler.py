@@ -430,11 +430,11 @@ class LLMScalerReconciler:
                     _cond(READY, False, "TargetOwnedByAnotherScaler", message),
                 ]
             )
-        raw = self._get_target(scaler)
+        raw, why = self._get_target(scaler)
         if raw is None:
             message = (
                 f"{ref.kind} {ref.name!r} ({ref.api_version}) was not found in namespace "
-                f"{scaler.namespace!r}; scaling starts once it exists."
+                f"{scaler.namespace!r} ({why}); scaling starts once it exists."
             )
             self._event(obj, "Warning", "FailedGetTarget", message)
             raise _SyncFailed(
@@ -455,19 +455,33 @@ class LLMScalerReconciler:
                 ]
             ) from None
 
-    def _get_target(self, scaler: LLMScaler) -> dict[str, Any] | None:
-        """The target from the cache, else straight from the API (the cache may be warming)."""
+    def _get_target(self, scaler: LLMScaler) -> tuple[dict[str, Any] | None, str]:
+        """The target from the cache, else straight from the API; or None and why not.
+
+        A kind the server does not serve is detected through the client's RESTMapper first:
+        asking the cache for it would start an informer that can never sync and block this
+        worker until the cache's sync timeout, on every retry.
+        """
         ref = scaler.spec.target_ref
+        mapper = getattr(self.client, "mapper", None)
+        if mapper is not None:
+            try:
+                mapper.resource_for(ref.api_version, ref.kind)
+            except LookupError:
+                return None, f"the API server does not serve kind {ref.kind} in {ref.api_version}"
         try:
             cached = self.cache.get(ref.api_version, ref.kind, ref.name, scaler.namespace)
-        except LookupError:
-            cached = None  # kind not served (yet): the direct read below says so for certain
+        except (LookupError, TimeoutError, RuntimeError) as exc:
+            _log.info("target not readable from the cache; reading it directly", error=str(exc))
+            cached = None
         if cached is not None:
-            return cached
+            return cached, ""
         try:
-            return self.client.get(ref.api_version, ref.kind, ref.name, scaler.namespace)
-        except (NotFound, LookupError):
-            return None
+            return self.client.get(ref.api_version, ref.kind, ref.name, scaler.namespace), ""
+        except NotFound:
+            return None, "it does not exist"
+        except LookupError:
+            return None, f"the API server does not serve kind {ref.kind} in {ref.api_version}"
 
     def _victims(
         self, obj: dict[str, Any], scaler: LLMScaler, target: TargetView, plan: Plan

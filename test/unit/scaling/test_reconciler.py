@@ -516,3 +516,54 @@ def test_settle_guard_waits_between_scale_down_steps(w: World) -> None:
     w.clock.step(15)
     w.sync()
     assert w.replicas() == 6
+
+
+class _NoLws:
+    def resource_for(self, api_version: str, kind: str) -> object:
+        if kind == "LeaderWorkerSet":
+            raise LookupError(f"no {kind}")
+        return object()
+
+
+def test_unserved_target_kind_is_reported_without_touching_the_cache(w: World) -> None:
+    w.cluster.put(scaler_obj(target=("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "l")))
+    client = FakeClient(w.cluster)
+    client.mapper = _NoLws()  # type: ignore[attr-defined]
+    asked: list[str] = []
+
+    class SpyCache(FakeCache):
+        def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):  # type: ignore[no-untyped-def]
+            asked.append(kind)
+            return super().get(api_version, kind, name, namespace)
+
+    w.reconciler = LLMScalerReconciler(
+        client,
+        SpyCache(w.cluster),
+        w.recorder,
+        steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
+        clock=w.clock,
+    )
+    assert w.sync() == RETRY
+    assert "LeaderWorkerSet" not in asked
+    assert "does not serve kind LeaderWorkerSet" in w.condition("AbleToScale")["message"]
+
+
+def test_target_is_read_directly_while_the_cache_cannot_serve_it(w: World) -> None:
+    class WarmingCache(FakeCache):
+        def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):  # type: ignore[no-untyped-def]
+            if kind == "Deployment":
+                raise TimeoutError("informer did not sync in time")
+            return super().get(api_version, kind, name, namespace)
+
+    w.reconciler = LLMScalerReconciler(
+        FakeClient(w.cluster),
+        WarmingCache(w.cluster),
+        w.recorder,
+        steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
+        clock=w.clock,
+    )
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(2.0)
+    assert w.sync() == SYNC
+    assert w.replicas() == 4
