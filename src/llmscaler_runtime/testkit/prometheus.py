@@ -17,7 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -68,17 +68,32 @@ def _split_target(target: str) -> tuple[str, str, str]:
 
 
 def build_config(
-    scrape_targets: Sequence[str], scrape_interval: str, *, job_name: str = "testkit"
+    scrape_targets: Sequence[str],
+    scrape_interval: str,
+    *,
+    job_name: str = "testkit",
+    target_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The Prometheus config: one job per (scheme, path), all targets static, labels honoured."""
+    """The Prometheus config: one job per (scheme, path), all targets static, labels honoured.
+
+    ``target_labels`` maps a target (as given) to labels added to all of its series, the way
+    Kubernetes service discovery adds ``namespace``/``pod`` to a pod's series in a cluster.
+    """
+    target_labels = dict(target_labels or {})
+    unknown = set(target_labels) - set(scrape_targets)
+    if unknown:
+        raise ValueError(f"target_labels names targets that are not scraped: {sorted(unknown)}")
     if not _DURATION.match(scrape_interval):
         raise ValueError(f"scrape_interval must look like '1s' or '500ms', got {scrape_interval!r}")
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for target in scrape_targets:
         scheme, hostport, path = _split_target(target)
-        groups.setdefault((scheme, path), []).append(hostport)
+        static: dict[str, Any] = {"targets": [hostport]}
+        if target_labels.get(target):
+            static["labels"] = dict(target_labels[target])
+        groups.setdefault((scheme, path), []).append(static)
     jobs = []
-    for index, ((scheme, path), hosts) in enumerate(sorted(groups.items())):
+    for index, ((scheme, path), statics) in enumerate(sorted(groups.items())):
         jobs.append(
             {
                 "job_name": job_name if index == 0 else f"{job_name}-{index}",
@@ -87,7 +102,7 @@ def build_config(
                 "metrics_path": path,
                 "scrape_interval": scrape_interval,
                 "scrape_timeout": scrape_interval,
-                "static_configs": [{"targets": hosts}],
+                "static_configs": statics,
             }
         )
     return {
@@ -109,12 +124,15 @@ class PrometheusServer:
         scrape_interval: str = "1s",
         binary: str | None = None,
         *,
+        target_labels: Mapping[str, Mapping[str, str]] | None = None,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 30.0,
     ) -> None:
         self._targets = list(scrape_targets)
         self._interval = scrape_interval
-        build_config(self._targets, scrape_interval)  # validate early, before any process exists
+        self._target_labels = dict(target_labels or {})
+        # Validate early, before any process exists.
+        build_config(self._targets, scrape_interval, target_labels=self._target_labels)
         self._binary = binary
         self._extra_args = list(extra_args)
         self._startup_timeout = startup_timeout
@@ -197,7 +215,7 @@ class PrometheusServer:
             )
 
     def _write_config(self) -> None:
-        config = build_config(self._targets, self._interval)
+        config = build_config(self._targets, self._interval, target_labels=self._target_labels)
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
     def _kill(self) -> None:
@@ -254,16 +272,46 @@ class PrometheusServer:
                 raise PrometheusError(f"prometheus not ready after {timeout}s:\n{self.log_tail()}")
             time.sleep(0.1)
 
-    def set_targets(self, scrape_targets: Sequence[str], timeout: float = 10.0) -> None:
-        """Replaces the scrape targets and reloads the running server."""
-        build_config(scrape_targets, self._interval)
+    def set_targets(
+        self,
+        scrape_targets: Sequence[str],
+        *,
+        target_labels: Mapping[str, Mapping[str, str]] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        """Replaces the scrape targets (and their labels) and reloads the running server."""
+        build_config(scrape_targets, self._interval, target_labels=target_labels)
         self._targets = list(scrape_targets)
+        self._target_labels = dict(target_labels or {})
         if self._proc is None:
             return
         self._write_config()
         response = self._http.post(f"{self.url}/-/reload", timeout=timeout)
         if response.status_code != 200:
             raise PrometheusError(f"reload failed: {response.status_code} {response.text}")
+
+    def wait_for_targets(self, timeout: float = 30.0) -> None:
+        """Blocks until every configured target has been scraped successfully once.
+
+        Prometheus hands targets to its scrapers through a discovery loop that is throttled to
+        one update per 5 s, so the first scrape of a new (or reloaded) target takes a few
+        seconds; tests that need data should wait on this (or on :meth:`wait_for_series`).
+        """
+        wanted = {_split_target(t)[1] for t in self._targets}
+        deadline = time.monotonic() + timeout
+        up: set[str] = set()
+        while True:
+            payload = self._http.get(f"{self.url}/api/v1/targets").json()
+            up = {
+                t["labels"].get("instance", "")
+                for t in payload["data"]["activeTargets"]
+                if t.get("health") == "up"
+            }
+            if wanted <= up:
+                return
+            if time.monotonic() >= deadline:
+                raise PrometheusError(f"targets not up after {timeout}s: {sorted(wanted - up)}")
+            time.sleep(0.2)
 
     def query(self, promql: str) -> dict[str, Any]:
         """Runs an instant query and returns the API's ``data`` object."""

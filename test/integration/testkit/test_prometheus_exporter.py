@@ -44,6 +44,8 @@ def test_spec_queries_on_real_prometheus(
     vllm_exporter: VllmMetricsExporter, prometheus: PrometheusServer
 ) -> None:
     _fleet(vllm_exporter)
+    prometheus.wait_for_targets()
+    assert vllm_exporter.scrape_count >= 1
     prometheus.wait_for_series(
         f'count(vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}})',
         until=lambda r: r[0][1] == 3,
@@ -123,3 +125,19 @@ def test_promql_lite_server_speaks_the_query_api(vllm_exporter: VllmMetricsExpor
     assert bad.status_code == 400
     assert bad.json()["errorType"] == "bad_data"
     assert "not supported" in bad.json()["error"]
+
+
+def test_targets_can_be_added_with_labels_while_running(
+    vllm_exporter: VllmMetricsExporter, prometheus: PrometheusServer
+) -> None:
+    vllm_exporter.set_pod(NS, APP, "vllm-a", kv=0.1)
+    with VllmMetricsExporter() as second:
+        second.set_pod(NS, "second-app", "second-a", kv=0.6)
+        prometheus.set_targets(
+            [vllm_exporter.target, second.target],
+            target_labels={second.target: {"cluster": "b"}},
+        )
+        [(labels, value)] = prometheus.wait_for_series('vllm:kv_cache_usage_perc{cluster="b"}')
+        assert labels["pod"] == "second-a" and value == 0.6
+        first = prometheus.wait_for_series('vllm:kv_cache_usage_perc{pod="vllm-a"}')
+        assert "cluster" not in first[0][0]
