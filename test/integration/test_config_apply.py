@@ -5,8 +5,12 @@ CRD's CEL rules reject what the parser rejects."""
 from __future__ import annotations
 
 import shutil
+import signal
+import socket
 import subprocess
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +160,170 @@ def test_kubectl_shows_printer_columns_and_explains_fields(env: Any) -> None:
     assert row[1:4] == ["vllm-opt-125m", "1", "5"]
     explained = kubectl_ok(env, "explain", "llmscaler.spec.scaleDown.maxStepReplicas")
     assert "0 means no limit" in explained
+
+
+# --- RBAC: every call the real manager makes is granted by config/rbac ------------------------
+
+MANAGER_NS = "llmscaler-system"
+WORKLOAD_NS = "rbac-check"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_until(
+    what: str, check: Callable[[], bool], timeout: float, proc: subprocess.Popen[bytes], logs: Path
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if check():
+            return
+        time.sleep(0.1)
+    if proc.poll() is not None:
+        pytest.fail(
+            f"manager exited ({proc.returncode}) before {what}:\n{logs.read_text()[-4000:]}"
+        )
+    pytest.fail(f"timed out waiting for {what}; manager log:\n{logs.read_text()[-4000:]}")
+
+
+def _rule_allows(rule: dict[str, Any], group: str, resource: str, verb: str) -> bool:
+    return (
+        group in rule["apiGroups"]
+        and resource in rule["resources"]
+        and (verb in rule["verbs"] or "*" in rule["verbs"])
+    )
+
+
+def _workload(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": WORKLOAD_NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest"}]},
+            },
+        },
+    }
+
+
+def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> None:
+    """Run the real manager through a scale-up and a cache-aware scale-down, record every
+    request it makes, and check each one verb by verb against the built RBAC objects."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not on PATH")
+    from llmscaler_runtime.envtest import Environment
+    from llmscaler_runtime.testkit.decision_server import DecisionServer
+
+    built = _built("default")
+    cluster_rules = next(d for d in built if d["metadata"]["name"] == "llmscaler-manager-role")
+    ns_rules = next(d for d in built if d["metadata"]["name"] == "llmscaler-leader-election-role")
+    assert ns_rules["metadata"]["namespace"] == MANAGER_NS
+
+    with (
+        Environment(simulate_workloads=True, pod_startup_seconds=0.2) as env,
+        DecisionServer() as decisions,
+    ):
+        kubectl_ok(env, "apply", "-k", str(CONFIG / "default"))
+        client = env.client()
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORKLOAD_NS}})
+        client.create(_workload("vllm", 1))
+        decisions.set_decision("vllm-svc", 3, namespace=WORKLOAD_NS)
+        client.create(
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "metadata": {"name": "vllm", "namespace": WORKLOAD_NS},
+                "spec": {
+                    "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"},
+                    "metricProvider": "Custom",
+                    "serverAddress": decisions.url,
+                    "customProvider": {"serviceId": "vllm-svc", "namespace": WORKLOAD_NS},
+                    "minReplicas": 1,
+                    "maxReplicas": 4,
+                    "syncPeriodSeconds": 1,
+                    "retryPeriodSeconds": 1,
+                },
+            }
+        )
+        storage = env.server.storage
+        faults = env.server.faults
+        faults.clear_requests()  # from here on, only the manager talks to the server
+
+        def replicas() -> tuple[int, int]:
+            dep = storage.get("apps/v1", "Deployment", WORKLOAD_NS, "vllm")
+            return dep["spec"].get("replicas", 0), dep.get("status", {}).get("readyReplicas", 0)
+
+        logs = tmp_path / "manager.log"
+        with logs.open("w") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "llmscaler_manager",
+                    "--kubeconfig",
+                    env.kubeconfig_path,
+                    "--leader-elect",
+                    "--leader-election-namespace",
+                    MANAGER_NS,
+                    "--metrics-bind-address",
+                    "0",
+                    "--health-probe-bind-address",
+                    f"127.0.0.1:{_free_port()}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            _wait_until("scale-up to 3 ready", lambda: replicas() == (3, 3), 60, proc, logs)
+            decisions.set_decision("vllm-svc", 1, namespace=WORKLOAD_NS)
+            _wait_until("scale-down to 1", lambda: replicas()[0] == 1, 60, proc, logs)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+        calls = {
+            (
+                r.verb,
+                r.group,
+                r.resource + (f"/{r.subresource}" if r.subresource else ""),
+                r.namespace,
+            )
+            for r in faults.requests()
+            if r.resource  # discovery and /version are open to every authenticated user
+        }
+
+    denied = sorted(
+        call
+        for call in calls
+        if not any(_rule_allows(rule, *call[1:3], call[0]) for rule in cluster_rules["rules"])
+        and not (
+            call[3] == MANAGER_NS
+            and any(_rule_allows(rule, *call[1:3], call[0]) for rule in ns_rules["rules"])
+        )
+    )
+    assert denied == [], f"calls the RBAC objects do not grant: {denied}"
+    used = {(verb, resource) for verb, _, resource, _ in calls}
+    for needed in [
+        # (watches are recorded when they end, which may be after this point; any that
+        # were recorded are checked above like every other call)
+        ("list", "llmscalers"),
+        ("patch", "deployments"),
+        ("patch", "pods"),
+        ("create", "events"),
+        ("create", "leases"),
+    ]:
+        assert needed in used, f"{needed} never happened, the check proved nothing: {sorted(used)}"
+    assert {("patch", "llmscalers/status"), ("update", "llmscalers/status")} & used
