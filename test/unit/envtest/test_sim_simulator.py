@@ -520,3 +520,92 @@ def test_statefulset_rolling_update_goes_from_highest_ordinal(rig: Rig) -> None:
 def test_invalid_arguments_are_rejected() -> None:
     with pytest.raises(ValueError, match="pod_startup_seconds"):
         WorkloadSimulator(FakeStorage(), pod_startup_seconds=-1)
+
+
+def test_pending_pod_reports_scheduled_but_not_ready(rig: Rig) -> None:
+    rig.storage.create(deployment(replicas=1))
+    rig.step()
+    (pod,) = rig.pods()
+    conds = {c["type"]: (c["status"], c.get("reason")) for c in pod["status"]["conditions"]}
+    assert conds == {
+        "PodScheduled": ("True", None),
+        "Initialized": ("True", None),
+        "ContainersReady": ("False", "ContainersNotReady"),
+        "Ready": ("False", "ContainersNotReady"),
+    }
+    waiting = pod["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["reason"] == "ContainerCreating"
+
+
+def test_bare_pods_are_bound_to_the_node_unless_another_scheduler_is_named(rig: Rig) -> None:
+    for name, extra in (("bare", {}), ("custom", {"schedulerName": "my-scheduler"})):
+        rig.storage.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"containers": [{"name": "c", "image": "i"}], **extra},
+            }
+        )
+    rig.step()
+    rig.step(0.5)
+    bare, custom = rig.get("Pod", "bare"), rig.get("Pod", "custom")
+    assert bare["spec"]["nodeName"] == "envtest-node" and ready(bare)
+    assert not custom["spec"].get("nodeName") and not ready(custom)
+
+
+def test_statefulset_min_ready_seconds_delays_available(rig: Rig) -> None:
+    rig.storage.create(sts(1, minReadySeconds=3))
+    rig.step()
+    rig.step(0.5)
+    st = rig.get("StatefulSet", "db")["status"]
+    assert (st["readyReplicas"], st["availableReplicas"]) == (1, 0)
+    rig.step(3.0)
+    assert rig.get("StatefulSet", "db")["status"]["availableReplicas"] == 1
+
+
+def test_paused_deployment_scales_but_does_not_roll(rig: Rig) -> None:
+    rig.storage.create(deployment(replicas=2))
+    rig.step()
+    rig.step(0.5)
+    rig.storage.patch_merge("apps/v1", "Deployment", NS, "llm", {"spec": {"paused": True}})
+    _change_image(rig, "vllm:2")
+    rig.storage.patch_merge("apps/v1", "Deployment", NS, "llm", {"spec": {"replicas": 3}})
+    rig.step()
+    (rs,) = rig.replicasets()
+    assert rs["spec"]["replicas"] == 3
+    assert rs["spec"]["template"]["spec"]["containers"][0]["image"] == "vllm:1"
+    rig.storage.patch_merge("apps/v1", "Deployment", NS, "llm", {"spec": {"paused": False}})
+    rig.step()
+    assert len(rig.replicasets()) == 2
+
+
+def test_progress_deadline_exceeded_when_pods_never_become_ready(rig: Rig) -> None:
+    d = deployment(replicas=1, progressDeadlineSeconds=30)
+    d["spec"]["template"]["metadata"]["annotations"] = {
+        "envtest.llmscaler.dev/startup-seconds": "1000"
+    }
+    rig.storage.create(d)
+    rig.step()
+    rig.step(20)
+    prog = {c["type"]: c for c in rig.get("Deployment", "llm")["status"]["conditions"]}
+    assert prog["Progressing"]["status"] == "True"
+    assert prog["Available"]["status"] == "False"
+    rig.step(12)
+    prog = {c["type"]: c for c in rig.get("Deployment", "llm")["status"]["conditions"]}
+    assert (prog["Progressing"]["status"], prog["Progressing"]["reason"]) == (
+        "False",
+        "ProgressDeadlineExceeded",
+    )
+
+
+def test_deployment_scaled_to_zero_keeps_its_replicaset(rig: Rig) -> None:
+    rig.storage.create(deployment(replicas=2))
+    rig.step()
+    rig.storage.patch_merge("apps/v1", "Deployment", NS, "llm", {"spec": {"replicas": 0}})
+    rig.step()
+    rig.step(1.0)
+    (rs,) = rig.replicasets()
+    assert rs["spec"]["replicas"] == 0 and rig.pods() == []
+    st = rig.get("Deployment", "llm")["status"]
+    assert (st["replicas"], st["availableReplicas"], st["unavailableReplicas"]) == (0, 0, 0)

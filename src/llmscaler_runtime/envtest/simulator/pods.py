@@ -1,6 +1,7 @@
 """The simulated kubelet and the ReplicaSet scale-down victim order.
 
-One fake node runs every pod bound to it: a pod goes Pending, then Running and Ready once its
+One fake node runs every pod bound to it (bare pods that name no other scheduler are bound to
+it first, as kube-scheduler would): a pod goes Pending, then Running and Ready once its
 start-up delay (the LLM server's cold start) has elapsed; a pod with a deletionTimestamp is removed
 (delete with grace 0) after ``min(grace, termination_seconds)``, so tests see the real graceful
 termination window without waiting the default 30 s.
@@ -73,7 +74,11 @@ class Kubelet:
             if is_not_found(exc):
                 return
             raise
-        if (pod.get("spec") or {}).get("nodeName") != sim.node_name:
+        spec = pod.get("spec") or {}
+        if not spec.get("nodeName"):
+            self._schedule(pod)
+            return
+        if spec.get("nodeName") != sim.node_name:
             return
         uid = uid_of(pod)
         now = sim.clock.now()
@@ -102,9 +107,29 @@ class Kubelet:
         if now >= due:
             self._mark_running(pod, started, now)
         else:
-            if phase != "Pending":
+            if phase != "Pending" or pod_condition(pod, "PodScheduled") is None:
                 self._mark_pending(pod, started)
             sim.schedule(("pod", namespace, name), due)
+
+    def _schedule(self, pod: Obj) -> None:
+        """Play kube-scheduler for bare pods: bind them to the one simulated node.
+
+        Pods asking for another scheduler (``spec.schedulerName``) are left alone, as a real
+        default scheduler would; terminating pods are not bound.
+        """
+        sim = self._sim
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler != "default-scheduler" or is_terminating(pod):
+            return
+        try:
+            sim.storage.patch_merge(
+                "v1", "Pod", namespace_of(pod), name_of(pod), {"spec": {"nodeName": sim.node_name}}
+            )
+        except Exception as exc:
+            if is_not_found(exc):
+                return
+            raise
+        sim.note_write()
 
     def _containers(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list((pod.get("spec") or {}).get("containers") or [])

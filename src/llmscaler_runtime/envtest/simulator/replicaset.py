@@ -25,7 +25,7 @@ from .util import (
 )
 
 if TYPE_CHECKING:
-    from .core import WorkloadSimulator
+    from .core import Key, WorkloadSimulator
 
 #: The real controller creates at most this many pods per sync (slow-start batches aside).
 BURST_REPLICAS = 500
@@ -61,8 +61,17 @@ def owned_pods(
     return result
 
 
-def available(sim: WorkloadSimulator, pod: Mapping[str, Any], min_ready_seconds: int) -> bool:
-    """``podutil.IsPodAvailable``: ready for at least minReadySeconds (schedules a re-check)."""
+def available(
+    sim: WorkloadSimulator,
+    pod: Mapping[str, Any],
+    min_ready_seconds: int,
+    recheck: Key | None = None,
+) -> bool:
+    """``podutil.IsPodAvailable``: ready for at least minReadySeconds.
+
+    A pod that is ready but not yet available schedules ``recheck`` for the moment it will be,
+    so status turns over without any other event.
+    """
     if not is_pod_ready(pod):
         return False
     if min_ready_seconds <= 0:
@@ -70,7 +79,11 @@ def available(sim: WorkloadSimulator, pod: Mapping[str, Any], min_ready_seconds:
     ready_wall = sim.ready_at.get(uid_of(pod))
     if ready_wall is None:
         return True
-    return sim.wall(sim.clock.now()) >= ready_wall + min_ready_seconds
+    if sim.wall(sim.clock.now()) >= ready_wall + min_ready_seconds:
+        return True
+    if recheck is not None:
+        sim.schedule_wall(recheck, ready_wall + min_ready_seconds)
+    return False
 
 
 class ReplicaSetController:
@@ -153,16 +166,8 @@ class ReplicaSetController:
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         active = [p for p in pods if is_pod_active(p)]
         ready = [p for p in active if is_pod_ready(p)]
-        avail = [p for p in ready if available(sim, p, min_ready)]
-        if min_ready > 0:
-            for pod in ready:
-                if pod in avail:
-                    continue
-                ready_wall = sim.ready_at.get(uid_of(pod))
-                if ready_wall is not None:
-                    sim.schedule_wall(
-                        ("rs", meta(rs).get("namespace"), name_of(rs)), ready_wall + min_ready
-                    )
+        key: Key = ("rs", meta(rs).get("namespace"), name_of(rs))
+        avail = [p for p in ready if available(sim, p, min_ready, key)]
         labelled = [
             p for p in active if all(labels_of(p).get(k) == v for k, v in template_labels.items())
         ]

@@ -188,7 +188,11 @@ class StatefulSetController:
             "observedGeneration": int_field(meta(sts).get("generation"), 1),
             "replicas": len(created),
             "readyReplicas": len(ready),
-            "availableReplicas": sum(1 for p in ready if available(sim, p, min_ready)),
+            "availableReplicas": sum(
+                1
+                for p in ready
+                if available(sim, p, min_ready, ("sts", meta(sts).get("namespace"), name_of(sts)))
+            ),
             "currentReplicas": current_count,
             "updatedReplicas": updated,
             "currentRevision": current_rev,
