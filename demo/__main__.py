@@ -162,7 +162,7 @@ class Story:
         binary = None if self.args.no_prometheus else find_prometheus_binary()
         if binary:
             prom = PrometheusServer(
-                scrape_targets=[self.exporter.address], scrape_interval="1s", binary=binary
+                scrape_targets=[self.exporter.target], scrape_interval="1s", binary=binary
             )
             prom.start()
             prom.wait_ready(timeout=30)
@@ -171,7 +171,7 @@ class Story:
             return str(prom.url)
         from llmscaler_runtime.testkit.promql_lite import PromqlLiteServer
 
-        lite = PromqlLiteServer(self.exporter)
+        lite = PromqlLiteServer(self.exporter.samples)
         lite.start()
         self.cleanups.append(lite.stop)
         self.metric_source = f"built-in query endpoint at {lite.url} (no Prometheus binary found)"
@@ -222,7 +222,7 @@ class Story:
             for name in list(warmth):
                 if name not in metrics:
                     del warmth[name]
-                    self.exporter.remove_pod(NAMESPACE, APP, name)
+                    self.exporter.remove_pod(NAMESPACE, name)
             for name, m in metrics.items():
                 warmth[name] = next_warmth(warmth.get(name, 0.0), m.kv_cache_usage, dt)
                 self.exporter.set_pod(
