@@ -10,6 +10,7 @@ copy with :func:`llmscaler_runtime.kube.deep_copy` before changing anything.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from typing import Any
 from .informer import SharedInformer
 from .reflector import ListerWatcher
 from .selector import LabelSelector, parse_selector
-from .store import NAMESPACE_INDEX
+from .store import NAMESPACE_INDEX, IndexFunc
 
 __all__ = ["CacheNotStarted", "CacheNotSynced", "InformerCache"]
 
@@ -105,6 +106,16 @@ class InformerCache:
         if not selector.requirements:
             return items
         return [obj for obj in items if selector.matches_object(obj)]
+
+    def add_indexers(self, api_version: str, kind: str, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add secondary indexes to a kind's store (e.g. pods by owner); works at any time."""
+        self.get_informer(api_version, kind).store.add_indexers(indexers)
+
+    def by_index(
+        self, api_version: str, kind: str, index_name: str, value: str
+    ) -> builtins.list[dict[str, Any]]:
+        """Cached objects whose index ``index_name`` yields ``value``; shared, do not mutate."""
+        return self._synced_informer(api_version, kind).store.by_index(index_name, value)
 
     def start(self) -> None:
         """Start every informer created so far; later ones start on creation."""

@@ -165,6 +165,8 @@ class Reflector:
             try:
                 if self._need_list:
                     self._list()
+                    if self._stop.is_set():
+                        break
                 self._watch()
                 failed_last = False
                 continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
@@ -105,6 +106,8 @@ class WatchStream:
         self._response = response
         self._buffer = b""
         self._closed = False
+        self._reading = False
+        self._lock = threading.Lock()
         self._api_version = api_version
         self._kind = kind
 
@@ -123,18 +126,58 @@ class WatchStream:
         return self._closed
 
     def close(self) -> None:
-        """Stop the stream; safe to call twice and from any thread."""
-        if self._closed:
-            return
-        self._closed = True
+        """Stop the stream; safe to call twice and from any thread.
+
+        Another thread may be blocked reading: only the socket shutdown (a plain syscall) is
+        done here then, which wakes it; the reader releases the response itself, because
+        http.client objects must not be torn down under a concurrent read.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            reading = self._reading
         try:
             self._response.shutdown()
         except Exception:  # already closed sockets raise on some platforms
             pass
+        if not reading:
+            self._release()
+
+    def _release(self) -> None:
+        # close() so the pool reconnects instead of reusing a connection with an unread stream
+        for step in (self._response.close, self._response.release_conn):
+            try:
+                step()
+            except Exception:
+                pass
+
+    def _read_chunk(self) -> bytes | None:
+        """One read from the socket, or None when the stream was closed meanwhile."""
+        with self._lock:
+            if self._closed:
+                return None
+            self._reading = True
         try:
-            self._response.release_conn()
-        except Exception:
-            pass
+            chunk: bytes = self._response.read1(self._READ_SIZE)
+        except Exception as exc:
+            with self._lock:
+                self._reading = False
+                closed = self._closed
+            if closed:
+                self._release()
+                return None
+            self.close()
+            if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
+                raise TransportError(0, "TransportError", f"watch read failed: {exc}") from exc
+            raise
+        with self._lock:
+            self._reading = False
+            closed = self._closed
+        if closed:
+            self._release()
+            return None
+        return chunk
 
     def _next_line(self) -> bytes | None:
         while True:
@@ -143,15 +186,9 @@ class WatchStream:
                 line = self._buffer[:newline]
                 self._buffer = self._buffer[newline + 1 :]
                 return line
-            if self._closed:
+            chunk = self._read_chunk()
+            if chunk is None:
                 return None
-            try:
-                chunk = self._response.read1(self._READ_SIZE)
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if self._closed:
-                    return None
-                self.close()
-                raise TransportError(0, "TransportError", f"watch read failed: {exc}") from exc
             if not chunk:
                 rest, self._buffer = self._buffer, b""
                 self.close()

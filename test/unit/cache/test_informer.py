@@ -258,3 +258,20 @@ def test_informer_cache_creates_informers_on_demand_after_start() -> None:
         assert cache.get_informer("v1", "Namespace").started
     finally:
         cache.stop()
+
+
+def test_informer_cache_custom_index() -> None:
+    api = live_api(page([obj("a", "1", "n1", owner="x"), obj("b", "1", "n1", owner="y")], "1"))
+    cache = InformerCache(api)
+
+    def by_owner(o: dict[str, Any]) -> list[str]:
+        return [o["metadata"].get("labels", {}).get("owner", "")]
+
+    cache.add_indexers("v1", "ConfigMap", {"owner": by_owner})
+    cache.start()
+    try:
+        assert [o["metadata"]["name"] for o in cache.by_index("v1", "ConfigMap", "owner", "y")] == [
+            "b"
+        ]
+    finally:
+        cache.stop()
