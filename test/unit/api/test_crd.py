@@ -3,6 +3,8 @@ with the Python parser on the same objects."""
 
 from __future__ import annotations
 
+import math
+import random
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ import yaml
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, SpecError
+from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, SpecError, parse_target
 from llmscaler_runtime.api.v1alpha1._codec import (
     RULE_CHECKS,
     _decode_value,
@@ -188,6 +190,28 @@ def test_target_rule_agrees_with_the_parser(target: str) -> None:
     (rule,) = _rules_by_path()[".spec.metrics[].target"]
     python_ok = RULE_CHECKS[_rule_for(rule)](target) is None
     assert _cel(rule["rule"], target) == python_ok
+
+
+def test_target_rule_and_parser_agree_on_random_strings() -> None:
+    """Fuzz the two implementations against each other: the API server's CEL rule and the
+    Python parser must accept exactly the same targets, and every accepted one is usable."""
+    (rule,) = _rules_by_path()[".spec.metrics[].target"]
+    program = _ENV.program(_ENV.compile(rule["rule"]))
+    rng = random.Random(1234)
+    alphabet = "0123456789" * 3 + ".eE+-% x"
+    accepted = 0
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+        cel_ok = bool(program.evaluate({"self": json_to_cel(text)}))
+        try:
+            value = parse_target(text)
+        except SpecError:
+            assert not cel_ok, f"CEL accepts {text!r}, the parser does not"
+            continue
+        assert cel_ok, f"the parser accepts {text!r}, CEL does not"
+        assert math.isfinite(value) and value > 0
+        accepted += 1
+    assert accepted > 20, "the fuzz never produced a valid target"
 
 
 def _rule_for(entry: dict[str, Any]) -> Rule:

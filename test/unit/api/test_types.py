@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any
 
 import attrs
@@ -220,15 +219,6 @@ def test_invalid_targets_raise_spec_error(text: str) -> None:
     with pytest.raises(SpecError) as named:
         MetricSpec("m", "q", text).target_value  # noqa: B018
     assert named.value.problems[0].startswith("spec.metrics[name=m].target: ")
-
-
-def test_every_accepted_target_is_finite_and_positive() -> None:
-    for text in ["9" * 64, "9" * 61 + "e99", "0." + "0" * 60 + "1", "1e-99"]:
-        try:
-            value = parse_target(text)
-        except SpecError:
-            continue
-        assert math.isfinite(value) and value > 0, text
 
 
 def test_round_trip_through_to_dict() -> None:
