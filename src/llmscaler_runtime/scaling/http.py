@@ -22,7 +22,7 @@ import httpx
 import tenacity
 from cachetools import TTLCache
 
-__all__ = ["FetchError", "HttpOptions", "HttpResponse", "MetricHttpClient"]
+__all__ = ["BadRequestError", "FetchError", "HttpOptions", "HttpResponse", "MetricHttpClient"]
 
 MiB = 1024 * 1024
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -65,6 +65,10 @@ class HttpResponse:
 
 class FetchError(Exception):
     """The request got no usable response (refused, timed out, too large, TLS failure)."""
+
+
+class BadRequestError(FetchError):
+    """The request cannot be sent at all (malformed URL, unsupported scheme); never retried."""
 
 
 class _RetryableStatus(Exception):
@@ -190,7 +194,10 @@ class MetricHttpClient:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(opts.max_attempts) | _OutOfBudget(),
             wait=tenacity.wait_exponential(multiplier=opts.retry_wait, max=2.0),
-            retry=tenacity.retry_if_exception_type((FetchError, _RetryableStatus)),
+            retry=(
+                tenacity.retry_if_exception_type((FetchError, _RetryableStatus))
+                & tenacity.retry_if_not_exception_type(BadRequestError)
+            ),
             sleep=self._sleep,
             reraise=True,
         )
@@ -236,6 +243,8 @@ class MetricHttpClient:
                     b"".join(chunks),
                     str(resp.url),
                 )
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise BadRequestError(f"invalid URL {url!r}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise FetchError(f"timed out after {opts.timeout:g}s ({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:

@@ -211,3 +211,11 @@ def test_tls_ca_bundle_trusts_the_server(
 
 def test_tls_insecure_skip_verify(tls_server: ScriptedServer) -> None:
     assert client(timeout=2.0, insecure_skip_verify=True).get(tls_server.url + "/").status == 200
+
+
+@pytest.mark.parametrize("url", ["ftp://x/api", "not a url", "http://[::1/"])
+def test_malformed_url_is_a_fetch_error_and_not_retried(url: str) -> None:
+    http = client(max_attempts=3)
+    with pytest.raises(FetchError, match="invalid URL"):
+        http.get(url)
+    assert http.requests_sent == 1
