@@ -170,3 +170,32 @@ def test_rendered_llmscaler_is_accepted_by_the_operator(values: dict[str, Any]) 
     api = pytest.importorskip("llmscaler_runtime.api.v1alpha1")
     obj["metadata"]["namespace"] = "default"
     api.LLMScaler.from_dict(obj)  # raises SpecError listing every problem
+
+
+@pytest.mark.helm
+def test_helm_renders_and_enforces_the_budget() -> None:
+    import shutil
+
+    helm = shutil.which("helm")
+    if helm is None:
+        pytest.skip("no helm binary on PATH; the static checks above cover what they can")
+
+    def template(*sets: str) -> subprocess.CompletedProcess[str]:
+        args = [helm, "template", "vllm-opt-125m", str(CHART), "--namespace", "default"]
+        for item in sets:
+            args += ["--set", item]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+    plain = template()
+    assert plain.returncode == 0, plain.stderr
+    [deployment] = [d for d in yaml.safe_load_all(plain.stdout) if d and d["kind"] == "Deployment"]
+    assert deployment["spec"]["replicas"] == 1
+    scaled = template("llmscaler.enabled=true", "metricsMock.enabled=true")
+    assert scaled.returncode == 0, scaled.stderr
+    docs = [d for d in yaml.safe_load_all(scaled.stdout) if d]
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    assert "replicas" not in deployment["spec"]
+    assert any(d["kind"] == "LLMScaler" for d in docs)
+    refused = template("drainSeconds=60")
+    assert refused.returncode != 0
+    assert "exceeds terminationGracePeriodSeconds" in refused.stderr
