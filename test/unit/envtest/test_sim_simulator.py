@@ -609,3 +609,31 @@ def test_deployment_scaled_to_zero_keeps_its_replicaset(rig: Rig) -> None:
     assert rs["spec"]["replicas"] == 0 and rig.pods() == []
     st = rig.get("Deployment", "llm")["status"]
     assert (st["replicas"], st["availableReplicas"], st["unavailableReplicas"]) == (0, 0, 0)
+
+
+def test_controllers_record_events_like_kube_controller_manager(rig: Rig) -> None:
+    rig.storage.create(deployment(replicas=2))
+    rig.step()
+    rig.storage.patch_merge("apps/v1", "Deployment", NS, "llm", {"spec": {"replicas": 1}})
+    rig.step()
+    events, _ = rig.storage.list("v1", "Event", NS)
+    by_reason: dict[str, list[str]] = {}
+    for ev in events:
+        by_reason.setdefault(ev["reason"], []).append(ev["message"])
+    (rs,) = rig.replicasets()
+    rs_name = rs["metadata"]["name"]
+    assert sorted(by_reason["ScalingReplicaSet"]) == [
+        f"Scaled down replica set {rs_name} from 2 to 1",
+        f"Scaled up replica set {rs_name} from 0 to 2",
+    ]
+    assert len(by_reason["SuccessfulCreate"]) == 2
+    assert len(by_reason["SuccessfulDelete"]) == 1
+    assert all(m.startswith("Created pod: " + rs_name) for m in by_reason["SuccessfulCreate"])
+
+
+def test_events_can_be_switched_off() -> None:
+    rig = Rig()
+    rig.sim.emit_events = False
+    rig.storage.create(deployment(replicas=1))
+    rig.step()
+    assert rig.storage.list("v1", "Event", NS)[0] == []

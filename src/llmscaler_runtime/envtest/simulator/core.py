@@ -75,6 +75,7 @@ class WorkloadSimulator:
         termination_seconds: float = 1.0,
         seed: int | None = None,
         wall_clock: Callable[[], float] = time.time,
+        emit_events: bool = True,
     ) -> None:
         if pod_startup_seconds < 0:
             raise ValueError(f"pod_startup_seconds must be >= 0, got {pod_startup_seconds}")
@@ -85,6 +86,7 @@ class WorkloadSimulator:
         self.pod_startup_seconds = float(pod_startup_seconds)
         self.termination_seconds = float(termination_seconds)
         self.node_name = node_name
+        self.emit_events = emit_events
         self.host_ip = "172.18.0.2"
         self.rng = random.Random(seed)
         self._mono0 = self.clock.now()
@@ -129,6 +131,46 @@ class WorkloadSimulator:
     def record_created(self, pod: Obj) -> None:
         self._seq += 1
         self.created[uid_of(pod)] = (self.wall(self.clock.now()), self._seq)
+
+    def event(self, obj: Obj, reason: str, message: str, component: str) -> None:
+        """Record a Normal core/v1 Event about ``obj`` as the real controller would.
+
+        Best effort: events are for ``kubectl describe`` and humans, so a failure to write one
+        never fails a sync, and event writes do not count towards :meth:`run_pending` progress.
+        """
+        if not self.emit_events:
+            return
+        md = obj.get("metadata") or {}
+        ts = self.timestamp(self.clock.now())
+        event: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{md.get('name', '')}.{self.rng.getrandbits(64):016x}",
+                "namespace": md.get("namespace") or "default",
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": md.get("name", ""),
+                "namespace": md.get("namespace"),
+                "uid": md.get("uid", ""),
+                "resourceVersion": md.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Normal",
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": "",
+            "firstTimestamp": ts,
+            "lastTimestamp": ts,
+            "count": 1,
+        }
+        try:
+            self.storage.create(event)
+        except Exception as exc:
+            _log.debug("event %s for %s not recorded: %r", reason, md.get("name"), exc)
 
     def forget_pod(self, uid: str) -> None:
         for table in (self.pod_started, self.terminating_since, self.ready_at, self.created):

@@ -107,6 +107,7 @@ class DeploymentController:
         if _replicas(rs) == replicas and all(current.get(k) == v for k, v in annotations.items()):
             return rs
         sim = self._sim
+        before = _replicas(rs)
         rs = sim.storage.patch_merge(
             "apps/v1",
             "ReplicaSet",
@@ -115,6 +116,14 @@ class DeploymentController:
             {"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}},
         )
         sim.note_write()
+        if before != replicas:
+            direction = "up" if replicas > before else "down"
+            sim.event(
+                d,
+                "ScalingReplicaSet",
+                f"Scaled {direction} replica set {name_of(rs)} from {before} to {replicas}",
+                "deployment-controller",
+            )
         return rs
 
     def _owned_replicasets(self, d: Obj) -> list[Obj]:
@@ -231,6 +240,12 @@ class DeploymentController:
             sim.enqueue(("deploy", ns, name_of(d)))
             return None
         sim.note_write()
+        sim.event(
+            d,
+            "ScalingReplicaSet",
+            f"Scaled up replica set {name_of(created)} from 0 to {_replicas(created)}",
+            "deployment-controller",
+        )
         sim.progress_reason[uid_of(d)] = (
             "NewReplicaSetCreated",
             f'Created new replica set "{name_of(created)}"',

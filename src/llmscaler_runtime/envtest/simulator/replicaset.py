@@ -121,7 +121,14 @@ class ReplicaSetController:
                     except Exception as exc:
                         if not is_not_found(exc):
                             raise
+                        continue
                     sim.note_write()
+                    sim.event(
+                        rs,
+                        "SuccessfulDelete",
+                        f"Deleted pod: {name_of(pod)}",
+                        "replicaset-controller",
+                    )
                 changed = True
         if changed:
             pods = owned_pods(sim, rs, selector, adopt=False)
@@ -157,6 +164,9 @@ class ReplicaSetController:
                 raise
             sim.record_created(created)
             sim.note_write()
+            sim.event(
+                rs, "SuccessfulCreate", f"Created pod: {name_of(created)}", "replicaset-controller"
+            )
             return
 
     def _write_status(self, rs: Obj, pods: list[Obj]) -> None:

@@ -71,7 +71,6 @@ class StatefulSetController:
     ) -> bool:
         """One step of the real algorithm; returns whether anything was written."""
         spec = sts.get("spec") or {}
-        ns = meta(sts).get("namespace")
         replicas = int_field(spec.get("replicas"), 1)
         parallel = spec.get("podManagementPolicy") == "Parallel"
         by_ord: dict[int, Obj] = {}
@@ -83,7 +82,7 @@ class StatefulSetController:
         # Failed pods are deleted so they get recreated, as the real controller does.
         for ordinal, pod in list(by_ord.items()):
             if pod_phase(pod) == "Failed" and not is_terminating(pod):
-                self._delete(ns, name_of(pod))
+                self._delete(sts, name_of(pod))
                 wrote = True
                 by_ord.pop(ordinal)
         for ordinal in range(replicas):
@@ -101,14 +100,14 @@ class StatefulSetController:
             if parallel:
                 for o in condemned:
                     if not is_terminating(by_ord[o]):
-                        self._delete(ns, name_of(by_ord[o]))
+                        self._delete(sts, name_of(by_ord[o]))
                         wrote = True
                 return wrote
             if any(is_terminating(by_ord[o]) for o in condemned):
                 return wrote
             if any(not _running_ready(by_ord[o]) for o in range(replicas) if o in by_ord):
                 return wrote
-            self._delete(ns, name_of(by_ord[condemned[0]]))
+            self._delete(sts, name_of(by_ord[condemned[0]]))
             return True
         strategy = spec.get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
@@ -119,17 +118,24 @@ class StatefulSetController:
         for ordinal in range(replicas - 1, partition - 1, -1):
             cand = by_ord.get(ordinal)
             if cand is not None and labels_of(cand).get(CONTROLLER_REVISION_HASH) != update_rev:
-                self._delete(ns, name_of(cand))
+                self._delete(sts, name_of(cand))
                 return True
         return wrote
 
-    def _delete(self, ns: str | None, name: str) -> None:
+    def _delete(self, sts: Obj, name: str) -> None:
         try:
-            self._sim.storage.delete("v1", "Pod", ns, name)
+            self._sim.storage.delete("v1", "Pod", meta(sts).get("namespace"), name)
         except Exception as exc:
             if not is_not_found(exc):
                 raise
+            return
         self._sim.note_write()
+        self._sim.event(
+            sts,
+            "SuccessfulDelete",
+            f"delete Pod {name} in StatefulSet {name_of(sts)} successful",
+            "statefulset-controller",
+        )
 
     def _create(self, sts: Obj, ordinal: int, update_rev: str) -> None:
         sim = self._sim
@@ -167,6 +173,12 @@ class StatefulSetController:
             raise
         sim.record_created(created)
         sim.note_write()
+        sim.event(
+            sts,
+            "SuccessfulCreate",
+            f"create Pod {name} in StatefulSet {name_of(sts)} successful",
+            "statefulset-controller",
+        )
 
     def _write_status(self, sts: Obj, pods: list[Obj], update_rev: str) -> None:
         sim = self._sim
