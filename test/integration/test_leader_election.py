@@ -13,7 +13,7 @@ import pytest
 
 from llmscaler_runtime.controller import Builder, Request, Result
 from llmscaler_runtime.kube import Client, NotFound
-from llmscaler_runtime.manager import LeaderElectionConfig, Manager
+from llmscaler_runtime.manager import LeaderElectionConfig, Manager, NotLeader
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ class Replica:
                 if cm is None or not replica.manager.still_leader():
                     return Result()
                 replica.handled.append(request.name)
-                replica.client.patch(
+                replica.manager.client.patch(  # the fenced client
                     "v1",
                     "ConfigMap",
                     request.name,
@@ -191,6 +191,9 @@ def test_leader_cut_off_from_the_lease_stops_and_exits_1(
         assert lost_after < LEASE
         lease = kube.get("coordination.k8s.io/v1", "Lease", "llmscaler-leader", namespace)
         assert lease["spec"]["holderIdentity"] == "replica-a"  # not released: it was cut off
+        # Any write a straggling reconcile attempts through the manager's client is refused.
+        with pytest.raises(NotLeader):
+            a.manager.client.patch("v1", "ConfigMap", "x", {"data": {}}, namespace)
     finally:
         if a.thread.is_alive():
             a.stop()

@@ -3,6 +3,7 @@
 See :class:`Manager` for the start/stop order and the leadership fence.
 """
 
+from llmscaler_runtime.manager.fencing import FencedClient, NotLeader
 from llmscaler_runtime.manager.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
@@ -18,9 +19,11 @@ from llmscaler_runtime.manager.server import Check
 __all__ = [
     "Check",
     "ControllerMetrics",
+    "FencedClient",
     "LeaderElectionConfig",
     "LeaderElector",
     "Manager",
+    "NotLeader",
     "QueueMetricsProvider",
     "Runnable",
     "format_micro_time",

@@ -34,6 +34,7 @@ from llmscaler_runtime.cache import InformerCache
 from llmscaler_runtime.events import EventRecorder
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import get_logger
+from llmscaler_runtime.manager.fencing import FencedClient
 from llmscaler_runtime.manager.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
@@ -102,6 +103,8 @@ class Manager:
     :attr:`health_port`), ``"0"`` disables. ``registry`` defaults to a fresh per-Manager
     ``CollectorRegistry``. ``clock`` drives the lease timing (inject a fake in tests).
     ``cache`` replaces the default ``InformerCache(client, namespace)``.
+    With leader election enabled, :attr:`client` is a :class:`FencedClient` whose writes fail
+    with ``NotLeader`` whenever :meth:`still_leader` is False (``fence_writes=False`` opts out).
 
     The HTTP ports are bound here, so a bad address fails at construction and the ports are
     known before :meth:`run`; they are closed when ``run`` returns (or by :meth:`close`).
@@ -121,11 +124,14 @@ class Manager:
         cache: InformerCache | None = None,
         clock: MonotonicClock | None = None,
         install_signal_handlers: bool = True,
+        fence_writes: bool = True,
     ) -> None:
         if graceful_shutdown_timeout < 0:
             raise ValueError("graceful_shutdown_timeout must be >= 0")
         if cache_sync_timeout <= 0:
             raise ValueError("cache_sync_timeout must be > 0")
+        #: The client as given; the Manager writes its Lease and Events with it.
+        self.unfenced_client = client
         self.client = client
         self.namespace = namespace
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
@@ -170,6 +176,10 @@ class Manager:
                 on_stopped_leading=self._on_stopped_leading,
             )
             self.metrics.set_leader(le.lease_name, False)
+            if fence_writes and isinstance(client, Client):
+                # Reconcilers write through manager.client: make "never two writers" hold even
+                # for a reconcile that forgot to check still_leader().
+                self.client = FencedClient(client, self.is_leader)
 
         self._healthz = HealthChecks("healthz")
         self._readyz = HealthChecks("readyz")
@@ -224,7 +234,7 @@ class Manager:
         with self._lock:
             rec = self._recorders.get(component)
             if rec is None:
-                rec = EventRecorder(self.client, component)
+                rec = EventRecorder(self.unfenced_client, component)
                 self._recorders[component] = rec
             return rec
 
