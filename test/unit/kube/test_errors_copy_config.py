@@ -148,3 +148,21 @@ def test_config_missing_everywhere_is_clear(clean_env: Path) -> None:
         load_config()
     with pytest.raises(ConfigError, match="cannot load kubeconfig"):
         load_config(os.fspath(clean_env / "nope"))
+
+
+def test_deep_copy_handles_non_json_types_and_repeated_references() -> None:
+    import collections
+    import enum
+
+    class Color(enum.IntEnum):
+        RED = 1
+
+    shared = {"x": 1}
+    obj = {"a": [shared, shared], "o": collections.OrderedDict(k=[1]), "e": Color.RED}
+    cp = deep_copy(obj)
+    assert cp == obj and type(cp["o"]) is collections.OrderedDict and cp["e"] is Color.RED
+    cp["o"]["k"].append(2)
+    assert obj["o"]["k"] == [1]
+    plain = deep_copy({"a": [shared, shared]})
+    assert plain["a"][0] is not plain["a"][1]  # no hidden aliasing inside a copy either
+    assert plain["a"][0] is not shared
