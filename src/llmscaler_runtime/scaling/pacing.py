@@ -73,7 +73,10 @@ class ScaleDownPacer:
             return Plan(current, current, current, "no-measurement", held, held)
 
         rec = recommendation.replicas
-        samples = (*kept, (now, rec))
+        # An older sample no larger than the new one can never be the window's maximum again
+        # (it leaves the window first), so dropping it keeps the history short without
+        # changing any stabilized value.
+        samples = (*((t, r) for (t, r) in kept if r > rec), (now, rec))
         if rec >= current:
             desired = rec
         else:

@@ -178,7 +178,7 @@ class Steps:
     """The pipeline's steps; replace one with ``attrs.evolve(default_steps(), fetcher=...)``."""
 
     fetcher: MetricFetcher
-    cost_source: CostSource | None
+    cost_source: CostSource | None = None
     guard: RolloutGuard = attrs.field(factory=DeploymentRolloutGuard)
     recommender: Recommender = attrs.field(factory=HpaRecommender)
     pacer: Pacer = attrs.field(factory=ScaleDownPacer)

@@ -191,3 +191,15 @@ def test_plan_is_frozen() -> None:
         pass
     else:
         raise AssertionError("Plan must be immutable")
+
+
+def test_history_keeps_only_samples_that_can_still_be_the_maximum() -> None:
+    s = spec(window=1000)
+    history = None
+    for i, r in enumerate([5, 9, 3, 7, 4, 4, 6]):
+        plan = pace(history, s, view(9), rec(r), T0 + i)
+        history = plan.history_if_written
+    assert history is not None
+    # 9 dominates everything before it; 7 and 6 stay because each may outlive 9's successor
+    assert [r for (_, r) in history.samples] == [9, 7, 6]
+    assert pace(history, s, view(9), rec(1), T0 + 10).desired == 9
