@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from ..kube.errors import Gone, TooManyRequests
+from ..kube.errors import ApiError, Gone, TooManyRequests
 from .backoff import Backoff
 
 __all__ = ["ListerWatcher", "Reflector", "ReflectorSink"]
@@ -184,6 +184,10 @@ class Reflector:
                 delay = self._backoff.next_delay()
                 self._log.warning("reflector.short_watch", delay=round(delay, 3))
             except Exception as exc:
+                if _too_large_resource_version(exc):
+                    # the server is behind the resourceVersion we hold (e.g. after failing over
+                    # to a lagging replica): only a fresh list gets us a version it knows
+                    self._need_list = True
                 delay = self._backoff.next_delay()
                 self._log.warning(
                     "reflector.error",
@@ -314,3 +318,10 @@ class Reflector:
             self._sink.delete(obj)
         if rv:
             self._resource_version = str(rv)
+
+
+def _too_large_resource_version(exc: Exception) -> bool:
+    if not isinstance(exc, ApiError) or not exc.details:
+        return False
+    causes = exc.details.get("causes") or ()
+    return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)

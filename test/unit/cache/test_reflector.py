@@ -225,3 +225,23 @@ def test_stop_interrupts_a_backoff_sleep() -> None:
     r.stop()
     thread.join(2)
     assert not thread.is_alive()
+
+
+def test_too_large_resource_version_relists_after_backoff() -> None:
+    from llmscaler_runtime.kube import ServerTimeout
+
+    api, t = FakeApi(), FakeTime()
+    too_large = ServerTimeout(
+        504,
+        "Timeout",
+        "Too large resource version",
+        details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "too large"}]},
+    )
+    api.lists = [page([obj("a", "50")], "50"), page([obj("a", "3")], "3")]
+    api.watches = [too_large, [ev("ADDED", obj("b", "4"))]]
+    r, store = make(api, t)
+    r.run()
+    assert api.call_kinds()[:4] == ["list", "watch", "list", "watch"]
+    assert api.watch_rvs()[:2] == ["50", "3"]
+    assert t.sleeps == [0.8]
+    assert names(store) == ["default/a", "default/b"]

@@ -414,3 +414,36 @@ def test_client_is_thread_safe(api: ScriptedApi, client: Client) -> None:
         t.join(10)
     assert errors == []
     assert sorted(results) == list(range(40))
+
+
+def test_watch_error_event_other_than_410_is_typed(api: ScriptedApi, client: Client) -> None:
+    api.expect(
+        "GET",
+        "/apis/apps/v1/deployments",
+        query={"watch": "true", "labelSelector": "a=b", "timeoutSeconds": "5"},
+        stream=_lines({"type": "ERROR", "object": status_body(500, "InternalError", "etcd")}),
+    )
+    w = client.watch(
+        "apps/v1", "Deployment", label_selector="a=b", allow_bookmarks=False, timeout_seconds=5
+    )
+    with pytest.raises(InternalError, match="etcd"):
+        list(w)
+
+
+def test_raw_request_escape_hatch(api: ScriptedApi, client: Client) -> None:
+    api.expect(
+        "POST",
+        "/custom/path",
+        query={"a": "1", "flag": "true"},
+        content_type="text/plain",
+        response={"ok": True},
+    )
+    api.expect("GET", "/empty", response=None)
+    assert client.request(
+        "POST",
+        "/custom/path",
+        query=[("a", 1), ("flag", True), ("skip", None)],
+        body="hello",
+        content_type="text/plain",
+    ) == {"ok": True}
+    assert client.request("GET", "/empty") is None
