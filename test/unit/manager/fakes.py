@@ -194,8 +194,8 @@ class InFlightController:
         self._thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        self.stopped_taking_work.set()
         self.events.append("controller-stop-called")
+        self.stopped_taking_work.set()
         if self._thread is not None:
             self._thread.join(timeout)
         self.events.append("controller-stopped")

@@ -272,8 +272,10 @@ def test_two_managers_one_leads_and_hand_over_on_stop(stop_all: list[Manager]) -
     wait_for(lambda: any(m.elected.is_set() for m in mgrs), what="a leader")
     leader = 0 if mgrs[0].elected.is_set() else 1
     follower = 1 - leader
-    time.sleep(0.5)  # several retry periods: the follower must stay a follower
-    assert [m.is_leader() for m in mgrs].count(True) == 1
+    hold_until = time.monotonic() + 0.5  # several retry periods: the follower stays one
+    while time.monotonic() < hold_until:
+        assert [m.is_leader() for m in mgrs].count(True) == 1
+        time.sleep(0.02)
     assert ctrls[leader].started.is_set() and not ctrls[follower].started.is_set()
     assert (
         mgrs[leader].registry.get_sample_value(
@@ -350,8 +352,7 @@ def test_sigterm_drains_in_flight_reconcile_then_releases_lease() -> None:
         ctrl.in_reconcile.wait(10)
         os.kill(os.getpid(), signal.SIGTERM)
         ctrl.stopped_taking_work.wait(10)
-        time.sleep(0.05)  # the reconcile is genuinely still running when stop begins waiting
-        ctrl.release.set()
+        ctrl.release.set()  # the reconcile finishes only after the stop began
 
     before = signal.getsignal(signal.SIGTERM)
     helper = threading.Thread(target=operator, daemon=True)
