@@ -490,6 +490,7 @@ class LLMScalerReconciler:
         spec = scaler.spec
         if (
             not plan.scale_down
+            or plan.replicas == 0  # every pod goes: ranking them would only cost writes
             or target.kind != "Deployment"
             or target.group != "apps"
             or spec.scale_down.behavior != ScaleDownBehavior.CACHE_AWARE

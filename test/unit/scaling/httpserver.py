@@ -33,6 +33,7 @@ class Reply:
     content_type: str | None = "application/json"
     delay: float = 0.0
     content_length: bool = True  # False: no Content-Length, close-delimited body
+    drip: float = 0.0  # seconds between 16-byte pieces of the body
 
 
 def json_reply(doc: Any, status: int = 200, **kw: Any) -> Reply:
@@ -89,7 +90,14 @@ class ScriptedServer:
                     self.close_connection = True
                 self.end_headers()
                 try:
-                    self.wfile.write(reply.body)
+                    if not reply.drip:
+                        self.wfile.write(reply.body)
+                        return
+                    for i in range(0, len(reply.body), 16):
+                        self.wfile.write(reply.body[i : i + 16])
+                        self.wfile.flush()
+                        if outer.release.wait(reply.drip):
+                            return
                 except OSError:
                     pass
 

@@ -219,3 +219,12 @@ def test_malformed_url_is_a_fetch_error_and_not_retried(url: str) -> None:
     with pytest.raises(FetchError, match="invalid URL"):
         http.get(url)
     assert http.requests_sent == 1
+
+
+def test_trickling_body_is_cut_off_at_the_total_timeout(server: ScriptedServer) -> None:
+    # every piece arrives well within a read timeout, but the whole body would take 6 s
+    server.respond = lambda _r: Reply(200, b"x" * 480, drip=0.2)
+    started = time.monotonic()
+    with pytest.raises(FetchError, match="longer than"):
+        client(max_attempts=1, timeout=0.6).get(server.url + "/drip")
+    assert time.monotonic() - started < 2.0

@@ -567,3 +567,10 @@ def test_target_is_read_directly_while_the_cache_cannot_serve_it(w: World) -> No
     w.fetcher.set_value(2.0)
     assert w.sync() == SYNC
     assert w.replicas() == 4
+
+
+def test_scale_to_zero_marks_no_pods(w: World) -> None:
+    _fleet(w, min_replicas=0)
+    w.fetcher.set_value(0.0)
+    w.sync()
+    assert w.replicas() == 0 and w.pod_patches() == {}
