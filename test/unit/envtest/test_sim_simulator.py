@@ -25,6 +25,9 @@ class Clock:
     def now(self) -> float:
         return self.t
 
+    def step(self, seconds: float) -> None:
+        self.t += seconds
+
 
 def _real_storage() -> Any:
     from llmscaler_runtime.envtest.storage import Storage
@@ -637,3 +640,15 @@ def test_events_can_be_switched_off() -> None:
     rig.storage.create(deployment(replicas=1))
     rig.step()
     assert rig.storage.list("v1", "Event", NS)[0] == []
+
+
+def test_step_drives_a_fake_clock_and_rejects_real_ones() -> None:
+    rig = Rig()
+    rig.storage.create(deployment(replicas=1))
+    assert rig.sim.step(0.0) > 0
+    rig.sim.step(0.5)
+    assert ready(rig.pods()[0])
+    with pytest.raises(ValueError, match="backwards"):
+        rig.sim.step(-1)
+    with pytest.raises(TypeError, match="fake clock"):
+        WorkloadSimulator(FakeStorage()).step(1.0)

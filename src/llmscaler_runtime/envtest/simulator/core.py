@@ -243,7 +243,12 @@ class WorkloadSimulator:
             ("apps/v1", "StatefulSet", "sts"),
             ("apps/v1", "Deployment", "deploy"),
         ):
-            items, _ = self.storage.list(api_version, kind)
+            try:
+                items, _ = self.storage.list(api_version, kind)
+            except Exception as exc:  # e.g. a storage that does not serve StatefulSets
+                if status_code(exc) is None:
+                    raise
+                continue
             for obj in items:
                 self.enqueue((key_kind, namespace_of(obj), name_of(obj)))
 
@@ -309,6 +314,16 @@ class WorkloadSimulator:
                 return total
             total += self._writes - before
         raise RuntimeError(f"simulator did not settle after {max_rounds} rounds")
+
+    def step(self, seconds: float) -> int:
+        """Advance an injected fake clock (``step(seconds)`` method) and :meth:`run_pending`."""
+        advance = getattr(self.clock, "step", None)
+        if not callable(advance):
+            raise TypeError("step() needs an injected fake clock with a step(seconds) method")
+        if seconds < 0:
+            raise ValueError(f"cannot step the clock backwards ({seconds} s)")
+        advance(seconds)
+        return self.run_pending()
 
     def _run(self) -> None:
         resync_every = 30.0
