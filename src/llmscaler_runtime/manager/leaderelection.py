@@ -12,7 +12,8 @@ Safety rule, slightly stricter than client-go: the leader stops leading once
 is still hanging. Because ``renew_deadline < lease_duration`` and observers measure expiry from
 a moment no earlier than that renew's start, the old leader has stopped before anyone else may
 acquire — never two writers. :meth:`LeaderElector.is_leader` checks the deadline itself, so the
-fence holds even while the elector thread is blocked inside an API call.
+fence holds even while the elector thread is blocked inside an API call. A leader that reads the
+Lease and finds another holder steps down at once instead of retrying until its deadline.
 
 The state machine is :meth:`LeaderElector.tick`, driven either by :meth:`run` on a thread with
 real time, or directly by unit tests with a fake clock.
@@ -232,6 +233,13 @@ class LeaderElector:
                 self._renew_deadline_at = started + self.config.renew_deadline
                 return self.config.retry_period
             remaining = self._renew_deadline_at - self._clock.now()
+            usurped = self._observed_holder not in ("", self.config.identity)
+        if usurped:
+            # Someone else holds the Lease now (our renewals must have been invisible to them
+            # for a whole lease): step down at once rather than wait for our deadline.
+            self.last_error = f"lease taken over by {self.leader}"
+            self._lose()
+            return None
         if remaining <= 0:
             # Includes a renewal that succeeded but started after the deadline: it does not
             # revive a leadership the fence has already ended.

@@ -292,3 +292,21 @@ def test_micro_time_format() -> None:
     assert format_micro_time(dt) == "2026-01-02T03:04:05.000006Z"
     other = dt.astimezone(timezone(timedelta(hours=2)))
     assert format_micro_time(other) == "2026-01-02T03:04:05.000006Z"
+
+
+def test_leader_that_sees_another_holder_steps_down_at_once() -> None:
+    clock = FakeClock()
+    client = FakeClient()
+    lost: list[float] = []
+    el = LeaderElector(
+        client, cfg("a"), clock=clock, on_stopped_leading=lambda: lost.append(clock.now())
+    )
+    assert el.tick() == RETRY and el.is_leader()
+    lease = client.lease()
+    assert lease is not None
+    lease["spec"]["holderIdentity"] = "intruder"
+    client.update(lease)
+    clock.step(RETRY)
+    assert el.tick() is None
+    assert not el.is_leader() and el.lost and lost == [clock.now()]
+    assert "intruder" in (el.last_error or "")
