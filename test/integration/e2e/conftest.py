@@ -1,0 +1,74 @@
+"""Fixtures for the end-to-end suite: one real manager process for the module, scalers per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from test.integration.e2e.harness import ManagerProcess
+
+LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
+
+
+@pytest.fixture(scope="module")
+def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
+    """The real manager binary watching every namespace of the embedded cluster."""
+    proc = ManagerProcess(kubeconfig_path, "--max-concurrent-reconciles", "4").start()
+    try:
+        proc.wait_ready(timeout=60)
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
+
+
+def deployment(name: str, namespace: str, replicas: int, **labels: str) -> dict[str, Any]:
+    pod_labels = {"app": name, **labels}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": pod_labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": pod_labels},
+                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest"}]},
+            },
+        },
+    }
+
+
+def scaler(
+    name: str,
+    namespace: str,
+    target: str,
+    server_address: str,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 5,
+    metrics: list[dict[str, str]] | None = None,
+    scale_down: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "serverAddress": server_address,
+        "minReplicas": min_replicas,
+        "maxReplicas": max_replicas,
+        "syncPeriodSeconds": 1,
+        "retryPeriodSeconds": 1,
+        **spec,
+    }
+    if metrics is not None:
+        body["metrics"] = metrics
+    if scale_down is not None:
+        body["scaleDown"] = scale_down
+    return {
+        "apiVersion": LLMSCALER,
+        "kind": "LLMScaler",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
