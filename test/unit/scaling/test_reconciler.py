@@ -574,3 +574,38 @@ def test_scale_to_zero_marks_no_pods(w: World) -> None:
     w.fetcher.set_value(0.0)
     w.sync()
     assert w.replicas() == 0 and w.pod_patches() == {}
+
+
+def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -> None:
+    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+    from llmscaler_runtime.scaling.reconciler import default_steps
+
+    from .httpserver import prom_vector
+
+    server.respond = lambda _r: prom_vector(({}, "2"))
+    cluster = FakeCluster()
+    now = [0.0]
+    http = MetricHttpClient(HttpOptions(timeout=1, coalesce_ttl=1.0), clock=lambda: now[0])
+    reconciler = LLMScalerReconciler(
+        FakeClient(cluster),
+        FakeCache(cluster),
+        FakeRecorder(),
+        steps=default_steps(http),
+        clock=FakeClock(),
+    )
+    for i in range(20):
+        obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
+        obj["spec"]["serverAddress"] = server.url
+        cluster.put(obj)
+        cluster.put(deployment(f"web{i}", replicas=1))
+    for i in range(20):
+        assert reconciler.reconcile(Request("ns", f"s{i}")) == SYNC
+    assert server.hits() == 1
+    assert all(
+        cluster.obj("apps/v1", "Deployment", "ns", f"web{i}")["spec"]["replicas"] == 2
+        for i in range(20)
+    )
+    now[0] = 15.0  # next tick: one more query, shared again
+    for i in range(20):
+        reconciler.reconcile(Request("ns", f"s{i}"))
+    assert server.hits() == 2
