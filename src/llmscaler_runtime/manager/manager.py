@@ -160,6 +160,7 @@ class Manager:
         self._stop = threading.Event()
         self._ran = False
         self._lost = False
+        self._failed = False
         #: Set once caches have synced (what ``/readyz`` reports).
         self.synced = threading.Event()
         #: Set once this replica may run controllers (leader, or leader election disabled).
@@ -219,7 +220,7 @@ class Manager:
                     self._other_runnables.append(runnable)
                     start_now = self._others_started and not self._stop.is_set()
             if start_now:
-                runnable.start()
+                self._start_runnable(runnable)
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         """Add a liveness check (``/healthz``); ``check`` returns None/True, False, or raises."""
@@ -305,7 +306,8 @@ class Manager:
                 self._leader_started = True
                 runnables = list(self._leader_runnables)
             for r in runnables:
-                r.start()
+                if not self._start_runnable(r):
+                    return
 
     def _wait_for_sync(self) -> bool:
         deadline = time.monotonic() + self.cache_sync_timeout
@@ -334,9 +336,12 @@ class Manager:
                     self._others_started = True
                     others = list(self._other_runnables)
                 for r in others:
-                    r.start()
+                    if not self._start_runnable(r):
+                        break
             if not self._wait_for_sync():
-                if not self._stop.is_set():
+                if self._failed:
+                    code = EXIT_ERROR
+                elif not self._stop.is_set():
                     _log.error(
                         "timed out waiting for caches to sync", timeout=self.cache_sync_timeout
                     )
@@ -354,7 +359,7 @@ class Manager:
                 # Watchdog: ends leadership on time even if the elector is stuck in a request.
                 if self._elector is not None:
                     self._elector.check_deadline()
-            if self._lost:
+            if self._lost or self._failed:
                 code = EXIT_ERROR
             return self._shutdown(code)
         except BaseException:
@@ -396,6 +401,23 @@ class Manager:
             s.close()
         _log.info("manager stopped", exit_code=code)
         return code
+
+    def _start_runnable(self, r: Runnable) -> bool:
+        """Start one runnable; a failure stops the whole manager with exit code 1.
+
+        A controller that cannot start (e.g. its informers never sync) leaves the operator
+        unable to do its job, so it must not keep reporting healthy: exit and let the pod restart.
+        """
+        try:
+            r.start()
+        except Exception:
+            _log.exception(
+                "runnable failed to start; stopping the manager", runnable=type(r).__name__
+            )
+            self._failed = True
+            self._stop.set()
+            return False
+        return True
 
     @staticmethod
     def _stop_runnable(r: Runnable, timeout: float) -> None:

@@ -462,3 +462,23 @@ def test_leader_election_defaults_identity_and_needs_a_namespace_outside_a_clust
             metrics_bind_address="0",
             health_probe_bind_address="0",
         )
+
+
+@pytest.mark.parametrize("leader_election", [False, True])
+def test_a_runnable_that_fails_to_start_stops_the_manager_with_1(leader_election: bool) -> None:
+    events: list[str] = []
+
+    class Broken(FakeRunnable):
+        def start(self) -> None:
+            raise TimeoutError("informers did not sync")
+
+    kw: dict[str, Any] = {"cache": FakeCache(synced=True)}
+    if leader_election:
+        kw["leader_election"] = le("a")
+    mgr = make(FakeClient(), **kw)
+    ok = FakeRunnable("ok", events)
+    mgr.add(Broken("broken", events))
+    mgr.add(ok)
+    run = Running(mgr)
+    assert run.join() == 1
+    assert not ok.started.is_set()
