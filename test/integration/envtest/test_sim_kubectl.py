@@ -190,3 +190,61 @@ def test_statefulset_pods_get_ordinal_names(kubeconfig_path: str, namespace: str
         ),
     )
     assert st["replicas"] == 2
+
+
+def test_scale_down_deletes_the_pod_with_the_lowest_deletion_cost(
+    kubeconfig_path: str, namespace: str
+) -> None:
+    """ReplicaSet victim order: controller.kubernetes.io/pod-deletion-cost, lower goes first."""
+    apply(kubeconfig_path, namespace, deployment("cost", 3))
+    pods = wait_for(
+        "3 ready pods",
+        lambda: (p := ready_pods(kubeconfig_path, namespace, "app=cost")) and len(p) == 3 and p,
+    )
+    keep, victim = pods[:2], pods[2]
+    for name in keep:
+        kubectl(
+            kubeconfig_path,
+            "-n",
+            namespace,
+            "annotate",
+            "pod",
+            name,
+            "controller.kubernetes.io/pod-deletion-cost=100",
+        )
+    kubectl(kubeconfig_path, "-n", namespace, "scale", "deployment", "cost", "--replicas=2")
+
+    def victim_terminating_or_gone() -> bool:
+        items = get_json(kubeconfig_path, "pods", "-n", namespace, "-l", "app=cost")["items"]
+        live = {p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp")}
+        return live == set(keep)
+
+    wait_for(f"{victim} to be the one deleted", victim_terminating_or_gone)
+
+
+def test_template_change_rolls_out_to_the_new_image(kubeconfig_path: str, namespace: str) -> None:
+    """Deployment RollingUpdate: a new ReplicaSet takes over; rollout status completes."""
+    apply(kubeconfig_path, namespace, deployment("roll", 2))
+    wait_for("2 ready pods", lambda: len(ready_pods(kubeconfig_path, namespace, "app=roll")) == 2)
+    kubectl(
+        kubeconfig_path,
+        "-n",
+        namespace,
+        "set",
+        "image",
+        "deployment/roll",
+        "server=registry.k8s.io/pause:3.10",
+    )
+    out = kubectl(
+        kubeconfig_path, "-n", namespace, "rollout", "status", "deployment/roll", "--timeout=60s"
+    )
+    assert "successfully rolled out" in out.stdout
+    d = get_json(kubeconfig_path, "deployment", "roll", "-n", namespace)
+    assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    assert d["status"]["observedGeneration"] == d["metadata"]["generation"]
+    rss = get_json(kubeconfig_path, "rs", "-n", namespace, "-l", "app=roll")["items"]
+    replicas = sorted(
+        (r["spec"]["template"]["spec"]["containers"][0]["image"], r["spec"]["replicas"])
+        for r in rss
+    )
+    assert replicas == [("registry.k8s.io/pause:3.10", 2), ("registry.k8s.io/pause:3.9", 0)]

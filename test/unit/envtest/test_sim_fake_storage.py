@@ -7,7 +7,6 @@ deterministic) and, where it exists, against the real storage too.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import itertools
 import uuid
 from collections.abc import Callable
@@ -37,11 +36,6 @@ def _merge(target: Any, patch: Any) -> Any:
         else:
             out[k] = _merge(out.get(k), v)
     return out
-
-
-class FakeClockForTimestamps:
-    def __init__(self) -> None:
-        self.t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 class FakeStorage:
@@ -101,7 +95,8 @@ class FakeStorage:
         md["resourceVersion"] = str(next(self._rv))
         md["generation"] = 1
         md["creationTimestamp"] = "2026-01-01T00:00:00Z"
-        obj.pop("status", None) if obj["kind"] != "Pod" else None
+        if obj["kind"] != "Pod":
+            obj.pop("status", None)  # status is a subresource: create ignores it
         self._objs[key] = obj
         self._emit("ADDED", obj)
         return copy.deepcopy(obj)
