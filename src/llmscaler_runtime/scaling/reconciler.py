@@ -197,6 +197,11 @@ def default_steps(http: MetricHttpClient | None = None) -> Steps:
     )
 
 
+def _nothing_measured(rec: Recommendation) -> bool:
+    """True when nothing could be measured this sync."""
+    return rec.replicas is None
+
+
 def _cond(type_: str, ok: bool | None, reason: str, message: str) -> ConditionDraft:
     return ConditionDraft(type_, ok, reason, message)
 
@@ -715,7 +720,11 @@ class LLMScalerReconciler:
         plan: Plan,
     ) -> None:
         spec = scaler.spec
-        _log.info(
+        # A decision that changes or holds something is worth a line at info; a steady
+        # sync says the same thing every period, so it only shows at debug.
+        eventful = plan.changes or plan.held_by is not None or _nothing_measured(rec)
+        emit = _log.info if eventful else _log.debug
+        emit(
             "scaling decision",
             scaler=scaler.key,
             target=f"{target.kind}/{target.name}",
