@@ -12,8 +12,9 @@ next replica takes over at once instead of waiting for expiry) -> informers stop
 close; ``run()`` returns 0.
 
 Losing leadership is different: the controllers' queues are shut down at once from the elector,
-:meth:`Manager.still_leader` turns False for any reconcile that is still running (check it before
-writing), and ``run()`` returns 1 so the binary exits and restarts as a fresh candidate.
+:meth:`Manager.still_leader` turns False for any reconcile that is still running, writes through
+``manager.client`` (a :class:`~llmscaler_runtime.manager.fencing.FencedClient`) are refused, and
+``run()`` returns 1 so the binary exits and restarts as a fresh candidate.
 """
 
 from __future__ import annotations
@@ -263,7 +264,11 @@ class Manager:
     def _on_started_leading(self) -> None:
         self.metrics.set_leader(self.leader_election.lease_name, True)
         self.elected.set()
-        self._start_leader_runnables()
+        # Not on the elector thread: a slow start() (a controller waiting for its informers)
+        # must never delay lease renewals.
+        threading.Thread(
+            target=self._start_leader_runnables, name="start-controllers", daemon=True
+        ).start()
 
     def _on_stopped_leading(self) -> None:
         # Called on the elector (or watchdog) thread the moment the renew deadline is missed.
