@@ -257,13 +257,34 @@ def test_custom_provider_follows_the_decision_server_and_holds_on_failure(
 
 
 class _GarbageHandler(http.server.BaseHTTPRequestHandler):
+    """A metric source gone wrong; the first path segment picks how."""
+
     def do_GET(self) -> None:
-        body = b"<html><body>502 Bad Gateway</body></html>"
+        mode = self.path.strip("/").split("/", 1)[0]
+        if mode == "close":  # accept, then hang up without a word
+            self.close_connection = True
+            return
+        if mode == "hang":  # answer nothing until the client gives up
+            self.server_stop.wait(30)  # type: ignore[attr-defined]
+            return
+        if mode == "huge":  # a valid-looking JSON answer far above the response cap
+            body = (
+                b'{"status":"success","data":{"resultType":"vector","result":['
+                + (b" " * (16 * 1024 * 1024))
+                + b"]}}"
+            )
+            ctype = "application/json"
+        else:
+            body = b"<html><body>502 Bad Gateway</body></html>"
+            ctype = "text/html"
         self.send_response(200)
-        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except OSError:
+            pass
 
     def log_message(self, *args: object) -> None:
         return
@@ -272,9 +293,12 @@ class _GarbageHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def garbage_server() -> Iterator[str]:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _GarbageHandler)
+    srv.daemon_threads = True
+    srv.server_stop = threading.Event()  # type: ignore[attr-defined]
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.server_stop.set()  # type: ignore[attr-defined]
     srv.shutdown()
     srv.server_close()
 
@@ -287,11 +311,11 @@ def test_bad_scalers_get_conditions_and_events_and_never_affect_others(
     exporter: VllmMetricsExporter,
     garbage_server: str,
 ) -> None:
-    """Missing target, unreachable server, bad PromQL and an HTML answer each surface on their
-    own scaler, are retried at retryPeriodSeconds, and leave every fleet where it is, while a
-    healthy scaler next to them keeps scaling."""
+    """Missing target, unreachable server, bad PromQL, an HTML answer, a huge body and a dropped
+    connection each surface on their own scaler, are retried at retryPeriodSeconds, and leave
+    every fleet where it is, while a healthy scaler next to them keeps scaling."""
     ns = namespace
-    for app in ("unreachable", "badquery", "html", "good"):
+    for app in ("unreachable", "badquery", "html", "huge", "close", "good"):
         _deploy(kube, ns, app, 2)
     query = "avg(vllm:kv_cache_usage_perc{{{}}})"
     kube.create(
@@ -321,15 +345,16 @@ def test_bad_scalers_get_conditions_and_events_and_never_affect_others(
             metrics=[{"name": "kv", "query": "avg(", "target": "0.5"}],
         )
     )
-    kube.create(
-        scaler(
-            "html",
-            ns,
-            "html",
-            garbage_server,
-            metrics=[{"name": "kv", "query": "vector(0)", "target": "0.5"}],
+    for mode in ("html", "huge", "close"):
+        kube.create(
+            scaler(
+                mode,
+                ns,
+                mode,
+                f"{garbage_server}/{mode}",
+                metrics=[{"name": "kv", "query": "vector(0)", "target": "0.5"}],
+            )
         )
-    )
     with PodMetricsFeeder(kube, exporter, ns, "good", kv=lambda _p: 0.9):
         kube.create(
             scaler(
@@ -356,7 +381,7 @@ def test_bad_scalers_get_conditions_and_events_and_never_affect_others(
         timeout=30,
         what="missing target retried three times",
     )
-    for name in ("unreachable", "badquery", "html"):
+    for name in ("unreachable", "badquery", "html", "huge", "close"):
         wait_for(
             lambda n=name: _event_count(kube, ns, n, "FailedGetMetrics") >= 3,
             timeout=30,
