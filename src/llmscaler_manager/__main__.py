@@ -37,7 +37,7 @@ def run(opts: Options) -> int:
     from llmscaler_runtime.manager import LeaderElectionConfig, Manager
     from llmscaler_runtime.scaling import HttpOptions, setup
 
-    configure_logging(opts.log_level, opts.log_format)
+    configure_logging(opts.log_level, "console" if opts.log_format == "console" else "json")
     log = structlog.get_logger("llmscaler_manager")
     try:
         client = Client.from_kubeconfig(opts.kubeconfig)
@@ -63,7 +63,7 @@ def run(opts: Options) -> int:
     http_options = HttpOptions(
         ca_bundle=opts.metrics_ca_bundle,
         insecure_skip_verify=opts.metrics_insecure_skip_verify,
-        total_timeout=opts.metrics_timeout,
+        timeout=opts.metrics_timeout,
     )
     setup(
         manager,
