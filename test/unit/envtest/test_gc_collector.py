@@ -11,10 +11,10 @@ import pytest
 
 from llmscaler_runtime.envtest.gc import GarbageCollector
 
-try:
-    from test_sim_fake_storage import FakeStatusError, FakeStorage
-except ImportError:  # pragma: no cover - when test/unit/envtest becomes a package
-    from test.unit.envtest.test_sim_fake_storage import FakeStatusError, FakeStorage
+try:  # test/unit/envtest as a package (if it gets an __init__.py) ...
+    from .test_sim_fake_storage import FakeStatusError, FakeStorage
+except ImportError:  # ... or as a plain directory of test modules (pytest's rootdir-less import)
+    from test_sim_fake_storage import FakeStatusError, FakeStorage  # type: ignore[no-redef]
 
 Obj = dict[str, Any]
 NS = "gc"
