@@ -31,12 +31,12 @@ prometheus: ## Make sure a Prometheus binary is available (apt-get when root).
 	@bash hack/ensure-prometheus.sh
 
 fmt: $(STAMP) ## Format the code with ruff.
-	$(BIN)/ruff format src test bench hack demo
-	$(BIN)/ruff check --fix src test bench hack demo
+	$(BIN)/ruff format src test bench hack demo examples
+	$(BIN)/ruff check --fix src test bench hack demo examples
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy.
-	$(BIN)/ruff check src test bench hack demo
-	$(BIN)/ruff format --check src test bench hack demo
+	$(BIN)/ruff check src test bench hack demo examples
+	$(BIN)/ruff format --check src test bench hack demo examples
 	$(BIN)/mypy
 
 typecheck: $(STAMP)
