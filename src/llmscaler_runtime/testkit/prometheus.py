@@ -173,6 +173,8 @@ class PrometheusServer:
     def start(self) -> None:
         if self._proc is not None:
             return
+        if self._http.is_closed:
+            self._http = httpx.Client(timeout=5.0)
         binary = self._binary or find_prometheus_binary()
         if binary is None:
             raise PrometheusError(
@@ -236,12 +238,13 @@ class PrometheusServer:
             self._dir = None
 
     def stop(self) -> None:
+        """Stops the process, removes its data and closes the HTTP client (restartable)."""
         self._kill()
         self._cleanup_dir()
+        self._http.close()
 
     def close(self) -> None:
         self.stop()
-        self._http.close()
 
     def __enter__(self) -> Self:
         self.start()
