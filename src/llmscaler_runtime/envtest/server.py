@@ -382,6 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         self._status = 0
+        self._recorded = False
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         self.query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -420,20 +421,27 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
         finally:
-            self.api.faults.record(
-                RecordedRequest(
-                    method=method,
-                    path=path,
-                    verb=self.rec["verb"],
-                    resource=self.rec["resource"],
-                    subresource=self.rec["subresource"],
-                    namespace=self.rec["namespace"],
-                    user_agent=self.headers.get("User-Agent", ""),
-                    group=self.rec["group"],
-                    name=self.rec["name"],
-                    status=self._status,
-                )
+            self._record(method, path)
+
+    def _record(self, method: str, path: str) -> None:
+        """Record once per request (watches record when the stream starts)."""
+        if self._recorded:
+            return
+        self._recorded = True
+        self.api.faults.record(
+            RecordedRequest(
+                method=method,
+                path=path,
+                verb=self.rec["verb"],
+                resource=self.rec["resource"],
+                subresource=self.rec["subresource"],
+                namespace=self.rec["namespace"],
+                user_agent=self.headers.get("User-Agent", ""),
+                group=self.rec["group"],
+                name=self.rec["name"],
+                status=self._status,
             )
+        )
 
     # ---- routing --------------------------------------------------------------------------
 
@@ -931,6 +939,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self._status = 200
+        self._record("GET", urlsplit(self.path).path.rstrip("/"))
         try:
             if gone is not None:
                 self._event("ERROR", gone.status(), rt, version)

@@ -30,7 +30,10 @@ class Kubectl:
     ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             ["kubectl", "--kubeconfig", self.kubeconfig, *args],
-            input=input, capture_output=True, text=True, timeout=timeout,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {proc.stderr}")
