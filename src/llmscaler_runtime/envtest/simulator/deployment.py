@@ -549,6 +549,7 @@ class DeploymentController:
         if new is None:
             return None
         rs_name = name_of(new)
+        created = sim.progress_reason.pop(uid_of(d), None)
         if self._complete(d, counts):
             return (
                 "True",
@@ -556,7 +557,6 @@ class DeploymentController:
                 f'ReplicaSet "{rs_name}" has successfully progressed.',
                 False,
             )
-        created = sim.progress_reason.pop(uid_of(d), None)
         if created is not None:
             return ("True", created[0], created[1], True)
         progressed = (
