@@ -195,3 +195,24 @@ def test_vllm_mock_budget_fail(helm_render: Render, sets: str, ok: bool) -> None
     assert (result.returncode == 0) is ok, result.stderr
     if not ok:
         assert "exceeds terminationGracePeriodSeconds" in result.stderr
+
+
+def test_manager_pod_matches_config_manager(helm_render: Render) -> None:
+    """Helm and kustomize users get the same hardened pod."""
+    manifest = ROOT / "config" / "manager" / "manager.yaml"
+    if not manifest.is_file():
+        pytest.skip("config/manager/manager.yaml not there yet")
+    config = next(
+        d for d in yaml.safe_load_all(manifest.read_text()) if d and d["kind"] == "Deployment"
+    )
+    chart = _one(_docs(helm_render, CHART), "Deployment")
+    want_pod, got_pod = config["spec"]["template"]["spec"], chart["spec"]["template"]["spec"]
+    assert got_pod["securityContext"] == want_pod["securityContext"]
+    assert got_pod["terminationGracePeriodSeconds"] == want_pod["terminationGracePeriodSeconds"]
+    want, got = want_pod["containers"][0], got_pod["containers"][0]
+    for key in ("securityContext", "resources", "livenessProbe", "readinessProbe", "volumeMounts"):
+        assert got[key] == want[key], key
+    assert set(want["args"]) <= set(got["args"])
+    env = {e["name"]: e.get("value") for e in got["env"]}
+    assert all(env.get(e["name"]) == e["value"] for e in want["env"])
+    assert got_pod["volumes"] == want_pod["volumes"]
