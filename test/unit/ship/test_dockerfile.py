@@ -133,6 +133,24 @@ def test_wheel_not_source_tree_reaches_the_image(
         assert "/src" not in copy.args.split()[1]
 
 
+def test_build_stage_copies_everything_the_wheel_needs(
+    parsed: tuple[dict[str, str | None], list[Stage]],
+) -> None:
+    """A file pyproject needs (readme, package roots) but the build stage lacks breaks the build."""
+    _, stages = parsed
+    copied: set[str] = set()
+    for copy in stages[0].all("COPY"):
+        parts = [p for p in copy.args.split() if not p.startswith("--")]
+        copied.update(p.rstrip("/") for p in parts[:-1])
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    needed = {"pyproject.toml", project["project"]["readme"]}
+    packages = project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    needed |= {p.split("/")[0] for p in packages}
+    assert needed <= copied, f"missing from the build stage: {sorted(needed - copied)}"
+    for path in needed:
+        assert (ROOT / path).exists(), path
+
+
 def test_dockerignore_keeps_local_state_out() -> None:
     ignored = {
         line.strip()
