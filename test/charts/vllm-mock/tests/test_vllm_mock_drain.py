@@ -156,3 +156,25 @@ def test_metrics_mock_serves_the_values_file_and_follows_changes(tmp_path: Path)
     finally:
         proc.kill()
         proc.wait(timeout=5)
+
+
+def test_exposition_parsing_sums_series_and_survives_odd_labels() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vllm_mock_drain", DRAIN)
+    assert spec and spec.loader
+    drain = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(drain)
+    text = "\n".join(
+        [
+            "# HELP vllm:num_requests_running Requests running.",
+            "# TYPE vllm:num_requests_running gauge",
+            'vllm:num_requests_running{model_name="a}b",engine="0"} 2.0',
+            'vllm:num_requests_running{model_name="say \\"hi\\"",engine="1"} 1.0 1700000000000',
+            "vllm:num_requests_waiting 0",
+        ]
+    )
+    assert drain.parse_totals(text) == {
+        "vllm:num_requests_running": 3.0,
+        "vllm:num_requests_waiting": 0.0,
+    }
