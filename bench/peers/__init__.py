@@ -1,0 +1,1 @@
+"""Peer implementations of the LLMScaler decision, for side-by-side benchmarks."""
