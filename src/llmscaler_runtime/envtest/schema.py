@@ -142,6 +142,18 @@ def validate(
     cel: list[FieldError] = []
     _validate(schema, obj, old, path, errs, cel, root=True)
     errs.sort(key=lambda e: e.field)
+    if cel and any("must be of type" in e.detail for e in errs):
+        # Type errors block CEL evaluation, as in apiextensions-apiserver.
+        return [
+            *errs,
+            FieldError(
+                "FieldValueInvalid",
+                "",
+                "some validation rules were not checked because the object was invalid; "
+                "correct the existing errors to complete validation",
+                None,
+            ),
+        ]
     return errs + cel
 
 
@@ -300,6 +312,16 @@ def _validate(
         _run_cel(rules, v, old, path, cel)
 
 
+def _cel_error(exc: Exception) -> str:
+    """Word a CEL runtime error like cel-go does (``no such key: x``)."""
+    first = exc.args[0] if exc.args else exc
+    text = str(first)
+    m = re.search(r"no such member in mapping: '([^']*)'", text)
+    if m:
+        return f"no such key: {m.group(1)}"
+    return text
+
+
 def _run_cel(
     rules: list[dict[str, Any]], v: Any, old: Any, path: str, out: list[FieldError]
 ) -> None:
@@ -319,10 +341,13 @@ def _run_cel(
         try:
             result = compile_rule(text).evaluate(activation)
         except Exception as exc:  # CEL runtime errors are reported, never crash the server
-            out.append(FieldError(reason, field, f"{exc} evaluating rule: {text}", v))
-            continue
+            result = exc
         if isinstance(result, Exception):
-            out.append(FieldError(reason, field, f"{result} evaluating rule: {text}", v))
+            out.append(
+                FieldError(
+                    "FieldValueInvalid", path, f"{_cel_error(result)} evaluating rule: {text}", v
+                )
+            )
             continue
         if result is True or (not isinstance(result, bool) and bool(result)):
             continue

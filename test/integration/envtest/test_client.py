@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import kubernetes.client
 import pytest
 import urllib3
+import yaml
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from llmscaler_runtime.envtest import Environment
+from llmscaler_runtime.envtest import Environment, StatusError
 
 from .conftest import deployment
 
@@ -831,3 +833,52 @@ def test_tls_environment() -> None:
         assert e.url.startswith("https://")
         with kubernetes.client.ApiClient(e.start()) as api:
             assert kubernetes.client.VersionApi(api).get_code().git_version.startswith("v1.32")
+
+
+LLMSCALER_CRD = (
+    Path(__file__).resolve().parents[3]
+    / "config"
+    / "crd"
+    / "bases"
+    / "autoscaling.modelsphere.dev_llmscalers.yaml"
+)
+
+
+def test_llmscaler_crd_defaults_and_exact_rejection(
+    dyn: DynamicClient, ns: str, env: Environment
+) -> None:
+    """The project's LLMScaler CRD: syncPeriodSeconds defaults to 15; a bad object is a 422
+    listing every failing field in the real server's words."""
+    if not LLMSCALER_CRD.exists():
+        pytest.skip("LLMScaler CRD not generated yet")
+    try:
+        env.storage.create(yaml.safe_load(LLMSCALER_CRD.read_text()))
+    except StatusError as err:
+        assert err.code == 409
+    res = dyn.resources.get(api_version="autoscaling.modelsphere.dev/v1alpha1", kind="LLMScaler")
+    good = {
+        "apiVersion": "autoscaling.modelsphere.dev/v1alpha1",
+        "kind": "LLMScaler",
+        "metadata": {"name": "ok"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "serverAddress": "http://decider:8080",
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metricProvider": "Custom",
+            "customProvider": {"serviceId": "s"},
+        },
+    }
+    assert res.create(body=good, namespace=ns).to_dict()["spec"]["syncPeriodSeconds"] == 15
+    bad = json.loads(json.dumps(good))
+    bad["metadata"]["name"] = "x"
+    bad["spec"]["minReplicas"] = -1
+    del bad["spec"]["targetRef"]
+    with pytest.raises(ApiException) as info:
+        res.create(body=bad, namespace=ns)
+    assert info.value.status == 422
+    assert json.loads(info.value.body)["message"] == (
+        'LLMScaler.autoscaling.modelsphere.dev "x" is invalid: [spec.minReplicas: Invalid value: '
+        "-1: spec.minReplicas in body should be greater than or equal to 0, spec.targetRef: "
+        "Required value]"
+    )
