@@ -1,39 +1,62 @@
 """Real Prometheus scraping the fake vLLM exporter: the spec's PromQL forms give the values set,
-and promql_lite (the demo fallback) agrees with the real engine on each of them."""
+and promql_lite (the demo fallback) agrees with the real engine on each of them.
+
+One Prometheus serves the whole module (a new target takes ~5 s to be picked up by
+Prometheus's scrape manager); each test works in its own namespace so series never mix.
+"""
 
 from __future__ import annotations
 
 import math
+import uuid
+from collections.abc import Iterator
 
+import httpx
 import pytest
 
-from llmscaler_runtime.testkit import (
-    PrometheusServer,
-    PromqlLiteServer,
-    VllmMetricsExporter,
-)
+from llmscaler_runtime.testkit import PrometheusServer, PromqlLiteServer, VllmMetricsExporter
 from llmscaler_runtime.testkit.promql_lite import Evaluator
 
 pytestmark = [pytest.mark.integration, pytest.mark.prometheus]
 
-NS = "default"
 APP = "vllm-opt-125m"
-KV_AVG = f'avg(vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}})'
-KV_AVG_OVER_TIME = (
-    f'avg(avg_over_time(vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}}[1m]))'
-)
-QUEUE_SUM = f'sum(vllm:num_requests_waiting{{namespace="{NS}", app="{APP}"}})'
-QUEUE_MAX = f'max(vllm:num_requests_waiting{{namespace="{NS}", app="{APP}"}})'
-DELETION_COST = f'vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}} * 100'
 
 
-def _fleet(exporter: VllmMetricsExporter) -> None:
-    exporter.set_pod(NS, APP, "vllm-a", kv=0.2, waiting=1, running=3)
-    exporter.set_pod(NS, APP, "vllm-b", kv=0.5, waiting=4, running=2)
-    exporter.set_pod(NS, APP, "vllm-c", kv=0.8, waiting=0, running=1)
+class Queries:
+    """The spec's example queries, scoped to one namespace."""
+
+    def __init__(self, ns: str) -> None:
+        sel = f'namespace="{ns}", app="{APP}"'
+        self.kv_avg = f"avg(vllm:kv_cache_usage_perc{{{sel}}})"
+        self.kv_avg_over_time = f"avg(avg_over_time(vllm:kv_cache_usage_perc{{{sel}}}[1m]))"
+        self.queue_sum = f"sum(vllm:num_requests_waiting{{{sel}}})"
+        self.queue_max = f"max(vllm:num_requests_waiting{{{sel}}})"
+        self.deletion_cost = f"vllm:kv_cache_usage_perc{{{sel}}} * 100"
+        self.count_app = f"count(vllm:kv_cache_usage_perc{{{sel}}})"
+        self.count_ns = f'count(vllm:kv_cache_usage_perc{{namespace="{ns}"}})'
+
+
+@pytest.fixture(scope="module")
+def shared(prometheus_binary: str) -> Iterator[tuple[VllmMetricsExporter, PrometheusServer]]:
+    with (
+        VllmMetricsExporter() as exporter,
+        PrometheusServer([exporter.target], "1s", prometheus_binary) as prom,
+    ):
+        yield exporter, prom
+
+
+@pytest.fixture
+def ns() -> str:
+    return f"ns-{uuid.uuid4().hex[:8]}"
+
+
+def _fleet(exporter: VllmMetricsExporter, ns: str) -> None:
+    exporter.set_pod(ns, APP, "vllm-a", kv=0.2, waiting=1, running=3)
+    exporter.set_pod(ns, APP, "vllm-b", kv=0.5, waiting=4, running=2)
+    exporter.set_pod(ns, APP, "vllm-c", kv=0.8, waiting=0, running=1)
     # Same model, other deployment and other namespace: a correctly scoped query ignores them.
-    exporter.set_pod(NS, "other-app", "other-a", kv=1.0, waiting=50)
-    exporter.set_pod("team-b", APP, "vllm-a", kv=0.99, waiting=70)
+    exporter.set_pod(ns, "other-app", "other-a", kv=1.0, waiting=50)
+    exporter.set_pod(ns + "-b", APP, "vllm-a", kv=0.99, waiting=70)
 
 
 def _by_pod(result: list[tuple[dict[str, str], float]]) -> dict[str, float]:
@@ -41,58 +64,57 @@ def _by_pod(result: list[tuple[dict[str, str], float]]) -> dict[str, float]:
 
 
 def test_spec_queries_on_real_prometheus(
-    vllm_exporter: VllmMetricsExporter, prometheus: PrometheusServer
+    shared: tuple[VllmMetricsExporter, PrometheusServer], ns: str
 ) -> None:
-    _fleet(vllm_exporter)
+    exporter, prometheus = shared
+    q = Queries(ns)
+    _fleet(exporter, ns)
     prometheus.wait_for_targets()
-    assert vllm_exporter.scrape_count >= 1
-    prometheus.wait_for_series(
-        f'count(vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}})',
-        until=lambda r: r[0][1] == 3,
-    )
+    prometheus.wait_for_series(q.count_app, until=lambda r: r[0][1] == 3)
 
-    [(labels, avg)] = prometheus.query_vector(KV_AVG)
+    [(labels, avg)] = prometheus.query_vector(q.kv_avg)
     assert labels == {}
     assert math.isclose(avg, 0.5)
-    [(_, over_time)] = prometheus.query_vector(KV_AVG_OVER_TIME)
+    [(_, over_time)] = prometheus.query_vector(q.kv_avg_over_time)
     assert math.isclose(over_time, 0.5)
-    assert prometheus.query_vector(QUEUE_SUM)[0][1] == 5
-    assert prometheus.query_vector(QUEUE_MAX)[0][1] == 4
+    assert prometheus.query_vector(q.queue_sum)[0][1] == 5
+    assert prometheus.query_vector(q.queue_max)[0][1] == 4
 
-    costs = prometheus.query_vector(DELETION_COST)
+    costs = prometheus.query_vector(q.deletion_cost)
     assert _by_pod(costs) == pytest.approx({"vllm-a": 20.0, "vllm-b": 50.0, "vllm-c": 80.0})
     for labels, _ in costs:
         assert "__name__" not in labels
-        assert labels["namespace"] == NS and labels["app"] == APP
+        assert labels["namespace"] == ns and labels["app"] == APP
 
     # A value change shows up on the next scrapes; a removed pod goes stale and drops out.
-    vllm_exporter.set_pod(NS, APP, "vllm-a", kv=0.9)
-    vllm_exporter.remove_pod(NS, "vllm-c")
+    exporter.set_pod(ns, APP, "vllm-a", kv=0.9)
+    exporter.remove_pod(ns, "vllm-c")
     prometheus.wait_for_series(
-        DELETION_COST, until=lambda r: _by_pod(r) == {"vllm-a": 90.0, "vllm-b": 50.0}
+        q.deletion_cost, until=lambda r: _by_pod(r) == {"vllm-a": 90.0, "vllm-b": 50.0}
     )
-    assert math.isclose(prometheus.query_vector(KV_AVG)[0][1], 0.7)
+    assert math.isclose(prometheus.query_vector(q.kv_avg)[0][1], 0.7)
 
 
 def test_promql_lite_agrees_with_prometheus(
-    vllm_exporter: VllmMetricsExporter, prometheus: PrometheusServer
+    shared: tuple[VllmMetricsExporter, PrometheusServer], ns: str
 ) -> None:
-    _fleet(vllm_exporter)
-    prometheus.wait_for_series(
-        f'count(vllm:kv_cache_usage_perc{{namespace="{NS}"}})', until=lambda r: r[0][1] == 4
-    )
-    lite = Evaluator(vllm_exporter.samples)
+    exporter, prometheus = shared
+    q = Queries(ns)
+    _fleet(exporter, ns)
+    prometheus.wait_for_series(q.count_ns, until=lambda r: r[0][1] == 4)
+    # Every series of this test has been scraped once; the values never changed since.
+    lite = Evaluator(lambda: [s for s in exporter.samples() if s.labels["namespace"] == ns])
     lite.record()
     queries = [
-        KV_AVG,
-        KV_AVG_OVER_TIME,
-        QUEUE_SUM,
-        QUEUE_MAX,
-        DELETION_COST,
-        f'min(vllm:kv_cache_usage_perc{{namespace="{NS}", app=~"vllm-.*"}})',
-        f'sum by (pod) (vllm:num_requests_running{{namespace="{NS}", app="{APP}"}})',
-        f'count(vllm:num_requests_running{{namespace="{NS}", app!="{APP}"}})',
-        f'avg(vllm:kv_cache_usage_perc{{namespace="{NS}", app="{APP}"}}) * 100',
+        q.kv_avg,
+        q.kv_avg_over_time,
+        q.queue_sum,
+        q.queue_max,
+        q.deletion_cost,
+        f'min(vllm:kv_cache_usage_perc{{namespace="{ns}", app=~"vllm-.*"}})',
+        f'sum by (pod) (vllm:num_requests_running{{namespace="{ns}", app="{APP}"}})',
+        f'count(vllm:num_requests_running{{namespace="{ns}", app!="{APP}"}})',
+        f"{q.kv_avg} * 100",
         'avg(vllm:kv_cache_usage_perc{namespace="nowhere"})',
     ]
     for query in queries:
@@ -108,15 +130,39 @@ def test_promql_lite_agrees_with_prometheus(
         assert [v for _, v in mine] == pytest.approx([v for _, v in real]), query
 
 
-def test_promql_lite_server_speaks_the_query_api(vllm_exporter: VllmMetricsExporter) -> None:
-    """The HTTP surface the operator's Prometheus provider uses: GET and POST form."""
-    import httpx
+def test_targets_can_be_added_with_labels_while_running(
+    shared: tuple[VllmMetricsExporter, PrometheusServer], ns: str
+) -> None:
+    exporter, prometheus = shared
+    exporter.set_pod(ns, APP, "vllm-a", kv=0.1)
+    with VllmMetricsExporter() as second:
+        second.set_pod(ns, "second-app", "second-a", kv=0.6)
+        try:
+            prometheus.set_targets(
+                [exporter.target, second.target], target_labels={second.target: {"cluster": "b"}}
+            )
+            [(labels, value)] = prometheus.wait_for_series(
+                f'vllm:kv_cache_usage_perc{{namespace="{ns}", cluster="b"}}'
+            )
+            assert labels["pod"] == "second-a" and value == 0.6
+            first = prometheus.wait_for_series(f'vllm:kv_cache_usage_perc{{namespace="{ns}"}}')
+            assert any(
+                labels.get("pod") == "vllm-a" and "cluster" not in labels for labels, _ in first
+            )
+        finally:
+            prometheus.set_targets([exporter.target])
 
-    vllm_exporter.set_pod(NS, APP, "vllm-a", kv=0.25)
-    with PromqlLiteServer(vllm_exporter.samples, sample_interval=0.2) as server:
-        get = httpx.get(f"{server.url}/api/v1/query", params={"query": KV_AVG}).json()
-        post = httpx.post(f"{server.url}/api/v1/query", data={"query": KV_AVG}).json()
-        bad = httpx.post(f"{server.url}/api/v1/query", data={"query": "rate(x[1m])"})
+
+def test_promql_lite_server_speaks_the_query_api(ns: str) -> None:
+    """The HTTP surface the operator's Prometheus provider uses: GET and POST form."""
+    q = Queries(ns)
+    with VllmMetricsExporter() as exporter:
+        exporter.set_pod(ns, APP, "vllm-a", kv=0.25)
+        with PromqlLiteServer(exporter.samples, sample_interval=0.2) as server:
+            get = httpx.get(f"{server.url}/api/v1/query", params={"query": q.kv_avg}).json()
+            post = httpx.post(f"{server.url}/api/v1/query", data={"query": q.kv_avg}).json()
+            bad = httpx.post(f"{server.url}/api/v1/query", data={"query": "rate(x[1m])"})
+            ready = httpx.get(f"{server.url}/-/ready")
     for payload in (get, post):
         assert payload["status"] == "success"
         assert payload["data"]["resultType"] == "vector"
@@ -125,19 +171,15 @@ def test_promql_lite_server_speaks_the_query_api(vllm_exporter: VllmMetricsExpor
     assert bad.status_code == 400
     assert bad.json()["errorType"] == "bad_data"
     assert "not supported" in bad.json()["error"]
+    assert ready.status_code == 200
 
 
-def test_targets_can_be_added_with_labels_while_running(
+def test_plugin_fixtures_scrape_the_exporter(
     vllm_exporter: VllmMetricsExporter, prometheus: PrometheusServer
 ) -> None:
-    vllm_exporter.set_pod(NS, APP, "vllm-a", kv=0.1)
-    with VllmMetricsExporter() as second:
-        second.set_pod(NS, "second-app", "second-a", kv=0.6)
-        prometheus.set_targets(
-            [vllm_exporter.target, second.target],
-            target_labels={second.target: {"cluster": "b"}},
-        )
-        [(labels, value)] = prometheus.wait_for_series('vllm:kv_cache_usage_perc{cluster="b"}')
-        assert labels["pod"] == "second-a" and value == 0.6
-        first = prometheus.wait_for_series('vllm:kv_cache_usage_perc{pod="vllm-a"}')
-        assert "cluster" not in first[0][0]
+    """The pytest plugin's `prometheus` fixture is already scraping `vllm_exporter`."""
+    vllm_exporter.set_pod("default", APP, "vllm-a", kv=0.4, running=2)
+    [(labels, value)] = prometheus.wait_for_series(
+        f'vllm:num_requests_running{{namespace="default", app="{APP}"}}'
+    )
+    assert value == 2 and labels["pod"] == "vllm-a" and labels["model_name"]
