@@ -186,3 +186,109 @@ def _validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
                 FieldError("FieldValueRequired", f"{path}.containers[{i}].image", with_value=False)
             )
     return errs
+
+
+_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+_WORKLOAD_COMMON = {"replicas", "selector", "template", "minReadySeconds"}
+# Known fields per (group, kind): top level, then spec (None = not checked).
+_KNOWN: dict[tuple[str, str], tuple[frozenset[str], frozenset[str] | None]] = {
+    ("apps", "Deployment"): (
+        frozenset({"spec", "status"}),
+        frozenset(
+            _WORKLOAD_COMMON
+            | {"strategy", "revisionHistoryLimit", "paused", "progressDeadlineSeconds"}
+        ),
+    ),
+    ("apps", "ReplicaSet"): (frozenset({"spec", "status"}), frozenset(_WORKLOAD_COMMON)),
+    ("apps", "StatefulSet"): (
+        frozenset({"spec", "status"}),
+        frozenset(
+            _WORKLOAD_COMMON
+            | {
+                "volumeClaimTemplates",
+                "serviceName",
+                "podManagementPolicy",
+                "updateStrategy",
+                "revisionHistoryLimit",
+                "persistentVolumeClaimRetentionPolicy",
+                "ordinals",
+            }
+        ),
+    ),
+    ("", "Pod"): (frozenset({"spec", "status"}), None),
+    ("", "Service"): (frozenset({"spec", "status"}), None),
+    ("", "Namespace"): (frozenset({"spec", "status"}), None),
+    ("", "ConfigMap"): (frozenset({"data", "binaryData", "immutable"}), None),
+    ("", "Secret"): (frozenset({"data", "stringData", "type", "immutable"}), None),
+    ("", "ServiceAccount"): (
+        frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"}),
+        None,
+    ),
+    ("coordination.k8s.io", "Lease"): (
+        frozenset({"spec"}),
+        frozenset(
+            {
+                "holderIdentity",
+                "leaseDurationSeconds",
+                "acquireTime",
+                "renewTime",
+                "leaseTransitions",
+                "strategy",
+                "preferredHolder",
+            }
+        ),
+    ),
+    ("rbac.authorization.k8s.io", "Role"): (frozenset({"rules"}), None),
+    ("rbac.authorization.k8s.io", "ClusterRole"): (frozenset({"rules", "aggregationRule"}), None),
+    ("rbac.authorization.k8s.io", "RoleBinding"): (frozenset({"subjects", "roleRef"}), None),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (frozenset({"subjects", "roleRef"}), None),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (frozenset({"spec", "status"}), None),
+}
+
+
+def drop_unknown_builtin_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    """Remove fields a built-in kind does not have (as Go decoding does); returns their paths.
+
+    Only the top level, ``metadata`` and the spec of workloads/leases are checked; deeper
+    unknown fields of built-in kinds are kept as sent (not supported).
+    """
+    known = _KNOWN.get((rt.group, rt.kind))
+    if known is None:
+        return []
+    top, spec_known = known
+    unknown: list[str] = []
+    for key in list(obj):
+        if key not in top and key not in ("apiVersion", "kind", "metadata"):
+            unknown.append(key)
+            del obj[key]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in list(meta):
+            if key not in _META_FIELDS:
+                unknown.append(f"metadata.{key}")
+                del meta[key]
+    spec = obj.get("spec")
+    if spec_known is not None and isinstance(spec, dict):
+        for key in list(spec):
+            if key not in spec_known:
+                unknown.append(f"spec.{key}")
+                del spec[key]
+    return unknown

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 import queue
 import random
@@ -373,14 +372,12 @@ class Storage:
                 for rv, key, etype, obj, old in self._history:
                     if rv <= since or key != rt.key:
                         continue
-                    before = len(initial)
                     probe = Watcher(rt.key, w.namespace, lp, fp)
                     probe.offer(etype, obj, old)
                     while not probe.events.empty():
                         ev = probe.events.get()
                         if ev is not None:
                             initial.append(ev)
-                    del before
             w.last_rv = self._rv
             self._watchers.add(w)
         return w, initial
@@ -450,6 +447,13 @@ class Storage:
                     warnings += unknown
             schema.apply_defaults(s, obj)
         else:
+            dropped = defaults.drop_unknown_builtin_fields(rt, obj)
+            if dropped:
+                unknown = [f'unknown field "{p}"' for p in dropped]
+                if field_validation == "Strict":
+                    raise bad_request("strict decoding error: " + ", ".join(unknown))
+                if field_validation == "Warn":
+                    warnings += unknown
             defaults.apply_builtin_defaults(rt, obj, creating=old is None)
         name = obj["metadata"].get("name", "")
         errs: _List[FieldError] = []
@@ -1011,6 +1015,17 @@ class Storage:
                 self._orphan_dependents(meta.get("uid", ""))
             new = fast_copy(old)
             nmeta = new["metadata"]
+            if propagation_policy == "Foreground" and rt.key != NS_KEY:
+                # The garbage collector deletes the dependents, then drops this finalizer.
+                fins = list(nmeta.get("finalizers") or [])
+                if "foregroundDeletion" not in fins:
+                    fins.append("foregroundDeletion")
+                nmeta["finalizers"] = fins
+                nmeta.setdefault("deletionTimestamp", _now())
+                nmeta.setdefault("deletionGracePeriodSeconds", 0)
+                if new == old:
+                    return fast_copy(old)
+                return fast_copy(self._commit(rt, "MODIFIED", new, old))
             if rt.key == NS_KEY:
                 return self._delete_namespace(rt, old, new)
             if rt.key == PODS_KEY and (old.get("spec") or {}).get("nodeName"):
@@ -1155,8 +1170,6 @@ class Storage:
                         "object",
                     )
                 )
-        existing = self.registry.by_resource(group or "", "", names.get("plural", ""))
-        del existing
         for rt in self.registry.all():
             if rt.crd_name is None and rt.group == group and rt.plural == names.get("plural"):
                 errs.append(
@@ -1266,4 +1279,4 @@ class Storage:
             cb()
 
 
-__all__ = ["Storage", "Watcher", "fast_copy", "copy"]
+__all__ = ["Storage", "Watcher", "fast_copy"]

@@ -882,3 +882,32 @@ def test_llmscaler_crd_defaults_and_exact_rejection(
         "-1: spec.minReplicas in body should be greater than or equal to 0, spec.targetRef: "
         "Required value]"
     )
+
+
+def test_foreground_deletion_waits_for_dependents(
+    api_client: kubernetes.client.ApiClient, ns: str
+) -> None:
+    """propagationPolicy=Foreground: the owner gets the foregroundDeletion finalizer and a
+    deletionTimestamp and disappears only after the garbage collector removed its dependents."""
+    core = kubernetes.client.CoreV1Api(api_client)
+    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "fg-owner"}})
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "fg-owner",
+        "uid": owner.metadata.uid,
+        "blockOwnerDeletion": True,
+    }
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "fg-dep", "ownerReferences": [ref]}}
+    )
+    held = core.delete_namespaced_config_map("fg-owner", ns, propagation_policy="Foreground")
+    assert isinstance(held, dict)  # the client cannot type the returned object, hands a dict
+    assert held["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert held["metadata"]["deletionTimestamp"]
+    deadline = time.monotonic() + 10
+    remaining = ["fg-owner", "fg-dep"]
+    while remaining and time.monotonic() < deadline:
+        remaining = [i.metadata.name for i in core.list_namespaced_config_map(ns).items]
+        time.sleep(0.05)
+    assert remaining == []

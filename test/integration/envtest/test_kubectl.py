@@ -286,3 +286,16 @@ def test_kustomize_rbac_kinds_are_stored(kubectl: Kubectl, ns: str) -> None:
     ]
     out = kubectl.run("apply", "-f", "-", input=yaml.safe_dump_all(docs)).stdout
     assert "clusterrole.rbac.authorization.k8s.io" in out and "serviceaccount/op created" in out
+
+
+def test_strict_validation_of_builtin_kind_and_warn(kubectl: Kubectl, ns: str) -> None:
+    """Built-in kinds: an unknown spec field is a strict decoding error; with
+    --validate=warn the server answers with a warning and drops the field."""
+    doc = deployment("strict")
+    doc["spec"]["replicaz"] = 3
+    proc = kubectl.run("apply", "-n", ns, "-f", "-", input=_yaml(doc), check=False)
+    assert proc.returncode == 1
+    assert 'strict decoding error: unknown field "spec.replicaz"' in proc.stderr
+    proc = kubectl.run("apply", "--validate=warn", "-n", ns, "-f", "-", input=_yaml(doc))
+    assert 'unknown field "spec.replicaz"' in proc.stderr
+    assert "replicaz" not in kubectl.json("get", "deploy", "strict", "-n", ns)["spec"]
