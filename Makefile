@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 IMG ?= 4pdosc/llm-operator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 PYTEST_ARGS ?=
 
-.PHONY: help venv install test lint fmt typecheck unit integration demo manifests chart-sync \
+.PHONY: help venv install test test-tools lint fmt typecheck unit integration demo manifests chart-sync \
         docker-build deploy undeploy bench bench-smoke prometheus clean
 
 help: ## List the targets.
@@ -30,6 +30,9 @@ install: $(STAMP) ## Install the project (editable) into .venv.
 prometheus: ## Make sure a Prometheus binary is available (apt-get when root).
 	@bash hack/ensure-prometheus.sh
 
+test-tools: prometheus ## Prometheus plus the Go libraries the chart-rendering tests compile against.
+	@bash hack/ensure-chart-renderer.sh
+
 fmt: $(STAMP) ## Format the code with ruff.
 	$(BIN)/ruff format src test bench hack demo examples
 	$(BIN)/ruff check --fix src test bench hack demo examples
@@ -42,7 +45,7 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy.
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) prometheus lint ## Install everything, lint, type-check and run the whole test suite.
+test: $(STAMP) test-tools lint ## Install everything, lint, type-check and run the whole test suite.
 	PATH="$$(bash hack/ensure-prometheus.sh --print-dir):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) ## Only the unit tests (no servers).

@@ -1,11 +1,13 @@
 """pytest fixtures for the test kit (registered by the root conftest).
 
 ``prometheus_binary`` skips a test with the reason when no binary exists; ``make test`` installs
-one first (hack/ensure-prometheus.sh), so in CI these tests run rather than skip.
+one first (hack/ensure-prometheus.sh), so in CI these tests run rather than skip. Under
+``CI=true`` a missing binary is a failure, not a skip: a green CI must mean Prometheus ran.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -19,10 +21,13 @@ from llmscaler_runtime.testkit.vllm_exporter import VllmMetricsExporter
 def prometheus_binary() -> str:
     binary = find_prometheus_binary()
     if binary is None:
-        pytest.skip(
+        reason = (
             "no prometheus binary (PROMETHEUS_BINARY, PATH, /usr/bin, /usr/local/bin); "
             "run 'make prometheus' or 'apt-get install -y --no-install-recommends prometheus'"
         )
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(reason)
+        pytest.skip(reason)
     return binary
 
 
