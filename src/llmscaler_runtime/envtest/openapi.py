@@ -18,8 +18,11 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 CORE = "io.k8s.api.core.v1."
 
 
-def _ref(name: str) -> dict[str, Any]:
-    return {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "default": {}}
+def _ref(name: str, desc: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"allOf": [{"$ref": f"#/components/schemas/{name}"}], "default": {}}
+    if desc:
+        out["description"] = desc
+    return out
 
 
 def _s(desc: str, typ: str = "string", **kw: Any) -> dict[str, Any]:
@@ -28,6 +31,7 @@ def _s(desc: str, typ: str = "string", **kw: Any) -> dict[str, Any]:
     return out
 
 
+_META_DESC = "Standard object's metadata."
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string", "default": ""}}
 
 COMMON: dict[str, dict[str, Any]] = {
@@ -206,7 +210,10 @@ COMMON: dict[str, dict[str, Any]] = {
     CORE + "PodTemplateSpec": {
         "description": "Describes the data a pod should have when created from a template.",
         "type": "object",
-        "properties": {"metadata": _ref(META + "ObjectMeta"), "spec": _ref(CORE + "PodSpec")},
+        "properties": {
+            "metadata": _ref(META + "ObjectMeta", _META_DESC),
+            "spec": _ref(CORE + "PodSpec", "Specification of the desired behavior of the pod."),
+        },
     },
 }
 
@@ -222,7 +229,7 @@ def _top(
             "APIVersion defines the versioned schema of this representation of an object."
         ),
         "kind": _s("Kind is a string value representing the REST resource this object represents."),
-        "metadata": _ref(META + "ObjectMeta"),
+        "metadata": _ref(META + "ObjectMeta", _META_DESC),
     }
     if spec is not None:
         props["spec"] = spec
@@ -242,8 +249,10 @@ def _workload_spec(desc: str) -> dict[str, Any]:
         "required": ["selector", "template"],
         "properties": {
             "replicas": _s("Number of desired pods. Defaults to 1.", "integer", format="int32"),
-            "selector": _ref(META + "LabelSelector"),
-            "template": _ref(CORE + "PodTemplateSpec"),
+            "selector": _ref(META + "LabelSelector", "Label selector for pods."),
+            "template": _ref(
+                CORE + "PodTemplateSpec", "Template describes the pods that will be created."
+            ),
             "strategy": {
                 **_OPEN,
                 "description": "The strategy used to replace existing pods with new ones.",
@@ -327,7 +336,7 @@ def _kind_schema(rt: ResourceType, version: str) -> dict[str, Any]:
         props["kind"] = _s(
             "Kind is a string value representing the REST resource this object represents."
         )
-        props["metadata"] = _ref(META + "ObjectMeta")
+        props["metadata"] = _ref(META + "ObjectMeta", _META_DESC)
     else:
         s = copy.deepcopy(
             BUILTIN_SCHEMAS.get((rt.group, rt.kind))

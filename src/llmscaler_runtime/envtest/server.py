@@ -345,7 +345,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._status = code
 
     def _error(self, err: StatusError) -> None:
-        self._send(err.code, err.status())
+        retry = (err.details or {}).get("retryAfterSeconds")
+        self._send(err.code, err.status(), {"Retry-After": str(retry)} if retry else None)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -677,7 +678,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "the server does not allow this method on the requested resource",
                 )
             obj = self._decode(body)
-            self._maybe_conflict(rt, "")
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            self._maybe_conflict(
+                rt, str((meta or {}).get("name", "")) if isinstance(meta, dict) else ""
+            )
             created, warnings = st.create_rt(
                 rt,
                 namespace,

@@ -1027,6 +1027,13 @@ class Storage:
                     return fast_copy(old)
                 return fast_copy(self._commit(rt, "MODIFIED", new, old))
             if rt.key == NS_KEY:
+                if name in ("default", "kube-system", "kube-public"):
+                    raise StatusError(
+                        403,
+                        "Forbidden",
+                        f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                        {"name": name, "kind": "namespaces"},
+                    )
                 return self._delete_namespace(rt, old, new)
             if rt.key == PODS_KEY and (old.get("spec") or {}).get("nodeName"):
                 grace = grace_period_seconds

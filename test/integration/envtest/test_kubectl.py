@@ -299,3 +299,12 @@ def test_strict_validation_of_builtin_kind_and_warn(kubectl: Kubectl, ns: str) -
     proc = kubectl.run("apply", "--validate=warn", "-n", ns, "-f", "-", input=_yaml(doc))
     assert 'unknown field "spec.replicaz"' in proc.stderr
     assert "replicaz" not in kubectl.json("get", "deploy", "strict", "-n", ns)["spec"]
+
+
+def test_explain_builtin_and_protected_namespace(kubectl: Kubectl) -> None:
+    """Built-in kinds have OpenAPI v3 schemas for explain; default may not be deleted (403)."""
+    out = kubectl.run("explain", "deployment.spec.replicas").stdout
+    assert "FIELD: replicas <integer>" in out and "Number of desired pods" in out
+    proc = kubectl.run("delete", "namespace", "default", check=False)
+    assert proc.returncode == 1
+    assert 'namespaces "default" is forbidden: this namespace may not be deleted' in proc.stderr
