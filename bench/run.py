@@ -1,0 +1,482 @@
+"""``python -m bench.run``: run the benchmarks and refresh bench/results.json, RESULTS.md, plots.
+
+Each size runs in a fresh API server + fake Prometheus pair; our manager and the kopf peer
+run one after the other against the same objects and servers. Results merge into an existing
+``results.json`` by (scenario, controller, N), so sizes can be run in separate invocations;
+``RESULTS.md`` is rewritten between its ``bench:begin``/``bench:end`` markers only, so the
+hand-written analysis around them survives a re-run.
+
+Examples::
+
+    python -m bench.run                          # 100, 1,000, 5,000, 10,000 + coalescing + micro
+    python -m bench.run --sizes 100,1000 --no-micro
+    python -m bench.run --micro-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from bench import harness as h
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_JSON = BENCH_DIR / "results.json"
+RESULTS_MD = BENCH_DIR / "RESULTS.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--sizes wants comma-separated integers: {text!r}"
+        ) from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise argparse.ArgumentTypeError(f"--sizes wants positive integers: {text!r}")
+    return sizes
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on (they mean little without it)."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import kopf
+
+        kopf_version = str(getattr(kopf, "__version__", "?"))
+    except ImportError:
+        kopf_version = "not installed"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "ram_gib": round(mem / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "kopf": kopf_version,
+    }
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _record(m: h.Measured, scenario: str, extra: dict[str, Any]) -> dict[str, Any]:
+    doc = attrs.asdict(m)
+    doc.update(extra)
+    doc["scenario"] = scenario
+    doc["measured_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return doc
+
+
+def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for n in args.sizes:
+        s = h.Scenario(n=n, sync_period=args.sync_period, per_namespace=args.per_namespace)
+        say(f"== capacity N={n} (syncPeriodSeconds {s.sync_period}, {args.periods} periods)")
+        with h.scratch() as wd, h.Cluster(wd) as cluster:
+            created = h.populate(cluster, s, progress=say)
+            extra = {"populate_seconds": round(created, 1), "per_namespace": s.per_namespace}
+            controllers = [("llmscaler", lambda c=cluster, w=wd: h.start_manager(c, w))]
+            if not args.no_peer and n <= args.peer_max:
+                controllers.append(
+                    ("kopf", lambda c=cluster, w=wd, p=s.sync_period: h.start_kopf_peer(c, w, p))
+                )
+            for name, start in controllers:
+                load = _load()
+                try:
+                    m = h.run_controller(
+                        cluster,
+                        s,
+                        start,
+                        periods=args.periods,
+                        reaction_sample=min(args.reaction_sample, n),
+                        progress=say,
+                    )
+                except (TimeoutError, RuntimeError) as exc:
+                    say(f"  {name} at N={n} failed: {exc}")
+                    out.append(
+                        {
+                            "scenario": "capacity",
+                            "controller": name,
+                            "n": n,
+                            "error": str(exc),
+                            "load_before": load,
+                        }
+                    )
+                    continue
+                rec = _record(m, "capacity", {**extra, "load_before": load})
+                out.append(rec)
+                say(_one_line(rec))
+    return out
+
+
+def run_coalescing(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
+    n, q = args.coalesce
+    s = h.Scenario(
+        n=n, sync_period=args.sync_period, per_namespace=args.per_namespace, distinct_queries=q
+    )
+    say(f"== coalescing: {n} scalers sharing {q} queries")
+    with h.scratch() as wd, h.Cluster(wd) as cluster:
+        h.populate(cluster, s, progress=say)
+        load = _load()
+        m = h.run_controller(
+            cluster, s, lambda: h.start_manager(cluster, wd), periods=args.periods, progress=say
+        )
+    rec = _record(m, "coalescing", {"distinct_queries": q, "load_before": load})
+    say(
+        f"  coalescing: {m.prom_per_period:.1f} Prometheus queries per sync period "
+        f"({m.prom_distinct_queries} distinct) for {m.reconciles / args.periods:.0f} "
+        "reconciles per period"
+    )
+    return [rec]
+
+
+def run_micro(say: Any) -> dict[str, Any]:
+    say("== micro-benchmarks (pytest-benchmark)")
+    out = BENCH_DIR / ".micro.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(BENCH_DIR / "micro"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--benchmark-json={out}",
+    ]
+    proc = subprocess.run(cmd, cwd=BENCH_DIR.parent, check=False)
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(f"micro-benchmarks failed (exit {proc.returncode})")
+    doc = json.loads(out.read_text())
+    out.unlink()
+    results: dict[str, Any] = {}
+    for b in doc["benchmarks"]:
+        results[b["name"]] = {
+            "mean_s": b["stats"]["mean"],
+            "ops_per_s": b["stats"]["ops"],
+            "rounds": b["stats"]["rounds"],
+            **b.get("extra_info", {}),
+        }
+    return results
+
+
+def _one_line(r: dict[str, Any]) -> str:
+    return (
+        f"  {r['controller']:>9} N={r['n']}: {r['reconciles_per_second']:.1f} reconciles/s, "
+        f"lateness p50/p99/max {r['lateness_p50']:.3f}/{r['lateness_p99']:.3f}/"
+        f"{r['lateness_max']:.3f} s, CPU {r['cpu_ms_per_reconcile']:.2f} ms/reconcile "
+        f"({r['cpu_cores']:.2f} cores), peak RSS {r['peak_rss_mib']:.0f} MiB, "
+        f"API writes/reconcile {r['api_writes_per_reconcile']:.3f}"
+    )
+
+
+def merge(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """New records replace old ones of the same (scenario, controller, N)."""
+
+    def key(r: dict[str, Any]) -> tuple[str, str, int]:
+        return (str(r.get("scenario")), str(r.get("controller")), int(r.get("n", 0)))
+
+    fresh = {key(r) for r in new}
+    merged = [r for r in old if key(r) not in fresh] + new
+    return sorted(merged, key=lambda r: (key(r)[0], key(r)[2], key(r)[1]))
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+def _f(x: Any, fmt: str = ".3f") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return format(x, fmt)
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The generated part of RESULTS.md."""
+    m = doc["machine"]
+    lines = [
+        BEGIN,
+        "",
+        f"Machine: {m['nproc']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, "
+        f"Python {m['python']}, kopf {m['kopf']}, {m['platform']}.",
+        "",
+        f"Reproduce: `{doc['command']}`",
+        "",
+        "### Capacity (syncPeriodSeconds as listed; window = whole periods after warm-up)",
+        "",
+        "| controller | N | reconciles/s | lateness p50 / p99 / max (s) | CPU ms/reconcile "
+        "| CPU cores | peak RSS MiB | API req/reconcile (by verb) | API writes/reconcile "
+        "| Prom req/reconcile | reaction p50 / p99 (s) | load avg before |",
+        "|---|---:|---:|---|---:|---:|---:|---|---:|---:|---|---:|",
+    ]
+    for r in doc["records"]:
+        if r.get("scenario") != "capacity":
+            continue
+        if "error" in r:
+            lines.append(
+                f"| {r['controller']} | {r['n']} | failed: {r['error']} |  |  |  |  |  |  |  |  "
+                f"| {r.get('load_before', '')} |"
+            )
+            continue
+        verbs = ", ".join(f"{k} {v:.4f}" for k, v in r["api_per_reconcile"].items()) or "0"
+        react = r.get("reaction") or {}
+        lines.append(
+            f"| {r['controller']} | {r['n']:,} | {r['reconciles_per_second']:.1f} "
+            f"| {_f(r['lateness_p50'])} / {_f(r['lateness_p99'])} / {_f(r['lateness_max'])} "
+            f"| {r['cpu_ms_per_reconcile']:.2f} | {r['cpu_cores']:.2f} "
+            f"| {r['peak_rss_mib']:.0f} | {verbs} | {r['api_writes_per_reconcile']:.4f} "
+            f"| {r['prom_per_reconcile']:.3f} "
+            f"| {_f(react.get('p50'))} / {_f(react.get('p99'))} "
+            f"({int(react.get('samples', 0))} of "
+            f"{int(react.get('samples', 0) + react.get('missed', 0))}) "
+            f"| {r.get('load_before', '')} |"
+        )
+    ratios = _ratios(doc["records"])
+    if ratios:
+        lines += [
+            "",
+            "### kopf peer / llmscaler (above 1 = llmscaler ahead)",
+            "",
+            "| N | CPU per reconcile | p99 lateness | peak RSS | reaction p99 |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for n, rr in ratios:
+            lines.append(
+                f"| {n:,} | {_f(rr['cpu'], '.2f')} | {_f(rr['p99'], '.2f')} "
+                f"| {_f(rr['rss'], '.2f')} | {_f(rr['reaction'], '.2f')} |"
+            )
+    co = [r for r in doc["records"] if r.get("scenario") == "coalescing" and "error" not in r]
+    if co:
+        lines += [
+            "",
+            "### Query coalescing (llmscaler)",
+            "",
+            "| scalers | distinct queries | reconciles per period | Prometheus queries per "
+            "period | distinct queries seen |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for r in co:
+            per_period = r["reconciles_per_second"] * r["sync_period"]
+            lines.append(
+                f"| {r['n']:,} | {r['distinct_queries']} | {per_period:.0f} "
+                f"| {r['prom_per_period']:.1f} | {r['prom_distinct_queries']} |"
+            )
+    micro = doc.get("micro") or {}
+    if micro:
+        lines += ["", "### Micro-benchmarks (pytest-benchmark, bench/micro)", ""]
+        lines += ["| benchmark | mean per round | figure |", "|---|---:|---|"]
+        for name, b in sorted(micro.items()):
+            figure = b.get("figure", "")
+            lines.append(f"| {name} | {b['mean_s'] * 1e3:.3f} ms | {figure} |")
+    lines += ["", f"Sizes in results.json: {_sizes_run(doc['records'])}.", "", END]
+    return "\n".join(lines)
+
+
+def _sizes_run(records: Sequence[dict[str, Any]]) -> str:
+    parts = []
+    for ctl in ("llmscaler", "kopf"):
+        ns = sorted({r["n"] for r in records if r.get("controller") == ctl and "error" not in r})
+        if ns:
+            parts.append(f"{ctl}: " + ", ".join(f"{n:,}" for n in ns))
+    return "; ".join(parts) or "none"
+
+
+def _ratios(records: Sequence[dict[str, Any]]) -> list[tuple[int, dict[str, float]]]:
+    ours = {
+        r["n"]: r
+        for r in records
+        if r.get("scenario") == "capacity" and r["controller"] == "llmscaler" and "error" not in r
+    }
+    out = []
+    for r in records:
+        if r.get("scenario") != "capacity" or r["controller"] != "kopf" or "error" in r:
+            continue
+        o = ours.get(r["n"])
+        if o is None:
+            continue
+
+        def ratio(a: float, b: float) -> float:
+            return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+        out.append(
+            (
+                r["n"],
+                {
+                    "cpu": ratio(r["cpu_ms_per_reconcile"], o["cpu_ms_per_reconcile"]),
+                    "p99": ratio(r["lateness_p99"], o["lateness_p99"]),
+                    "rss": ratio(r["peak_rss_mib"], o["peak_rss_mib"]),
+                    "reaction": ratio(
+                        (r.get("reaction") or {}).get("p99", math.nan),
+                        (o.get("reaction") or {}).get("p99", math.nan),
+                    ),
+                },
+            )
+        )
+    return sorted(out)
+
+
+def plot(records: Sequence[dict[str, Any]]) -> list[Path]:
+    """lateness.png and cpu.png against N, one line per controller."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cap = [r for r in records if r.get("scenario") == "capacity" and "error" not in r]
+    if not cap:
+        return []
+    paths = []
+    for fname, title, series in (
+        (
+            "lateness.png",
+            "Sync lateness (interval - syncPeriodSeconds)",
+            [("lateness_p50", "p50", "o-"), ("lateness_p99", "p99", "s--")],
+        ),
+        (
+            "cpu.png",
+            "Controller CPU",
+            [("cpu_ms_per_reconcile", "ms per reconcile", "o-")],
+        ),
+    ):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for ctl in ("llmscaler", "kopf"):
+            rows = sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
+            if not rows:
+                continue
+            for field, label, style in series:
+                ax.plot(
+                    [r["n"] for r in rows],
+                    [r[field] for r in rows],
+                    style,
+                    label=f"{ctl} {label}",
+                )
+        if fname == "cpu.png":
+            ax2 = ax.twinx()
+            for ctl, style in (("llmscaler", "o:"), ("kopf", "s:")):
+                rows = sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
+                if rows:
+                    ax2.plot(
+                        [r["n"] for r in rows],
+                        [r["cpu_cores"] for r in rows],
+                        style,
+                        alpha=0.6,
+                        label=f"{ctl} cores busy",
+                    )
+            ax2.set_ylabel("cores busy (dotted)")
+            ax2.legend(loc="upper right", fontsize=8)
+            ax.set_ylabel("CPU ms per reconcile")
+        else:
+            ax.set_ylabel("seconds")
+            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("LLMScalers (N)")
+        ax.set_title(title)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        path = BENCH_DIR / fname
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write_markdown(doc: dict[str, Any]) -> None:
+    generated = render(doc)
+    if RESULTS_MD.exists():
+        text = RESULTS_MD.read_text(encoding="utf-8")
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            RESULTS_MD.write_text(head + generated + tail, encoding="utf-8")
+            return
+    RESULTS_MD.write_text("# llmscaler benchmarks\n\n" + generated + "\n", encoding="utf-8")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    p.add_argument("--sizes", type=_sizes, default=[100, 1000, 5000, 10000])
+    p.add_argument("--sync-period", type=int, default=15)
+    p.add_argument("--periods", type=int, default=3, help="measured periods after warm-up")
+    p.add_argument("--per-namespace", type=int, default=100, help="scalers per namespace")
+    p.add_argument("--reaction-sample", type=int, default=100, help="scalers stepped per size")
+    p.add_argument("--no-peer", action="store_true", help="skip the kopf peer")
+    p.add_argument("--peer-max", type=int, default=10**9, help="largest N the peer runs at")
+    p.add_argument(
+        "--coalesce",
+        type=lambda t: tuple(int(x) for x in t.split(",")),
+        default=(1000, 10),
+        metavar="SCALERS,QUERIES",
+    )
+    p.add_argument("--no-coalesce", action="store_true")
+    p.add_argument("--no-capacity", action="store_true")
+    p.add_argument("--micro", action="store_true", help="also run the micro-benchmarks")
+    p.add_argument("--micro-only", action="store_true", help="only the micro-benchmarks")
+    p.add_argument("--no-write", action="store_true", help="print only; leave results alone")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    started = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {msg}", flush=True)
+
+    records: list[dict[str, Any]] = []
+    micro: dict[str, Any] = {}
+    if not args.micro_only:
+        if not args.no_capacity:
+            records += run_capacity(args, say)
+        if not args.no_coalesce:
+            records += run_coalescing(args, say)
+    if args.micro or args.micro_only:
+        micro = run_micro(say)
+    if args.no_write:
+        return 0
+    old: dict[str, Any] = {}
+    if RESULTS_JSON.exists():
+        old = json.loads(RESULTS_JSON.read_text())
+    doc = {
+        "machine": machine(),
+        "command": "make bench  # = .venv/bin/python -m bench.run "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "records": merge(old.get("records", []), records),
+        "micro": {**old.get("micro", {}), **micro},
+    }
+    RESULTS_JSON.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    write_markdown(doc)
+    for path in plot(doc["records"]):
+        say(f"wrote {path.relative_to(BENCH_DIR.parent)}")
+    say(f"wrote {RESULTS_JSON.relative_to(BENCH_DIR.parent)} and RESULTS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
