@@ -633,6 +633,9 @@ class Storage:
                 result["status"] = new["status"]
             else:
                 result.pop("status", None)
+            new_meta = new.get("metadata") or {}
+            if "managedFields" in new_meta:
+                result["metadata"]["managedFields"] = new_meta["managedFields"]
         else:
             result = new
             if rt.has_status and rt.key != NS_KEY:

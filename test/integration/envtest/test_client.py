@@ -911,3 +911,29 @@ def test_foreground_deletion_waits_for_dependents(
         remaining = [i.metadata.name for i in core.list_namespaced_config_map(ns).items]
         time.sleep(0.05)
     assert remaining == []
+
+
+def test_ssa_on_status_subresource(api_client: kubernetes.client.ApiClient, ns: str) -> None:
+    """SSA on /status: the manager entry carries subresource status; spec and generation are
+    untouched; dropping a field from the sole owner's spec apply re-defaults it."""
+    base = f"/apis/test.envtest.dev/v1/namespaces/{ns}/widgets/ssa"
+    ctype = "application/apply-patch+yaml"
+    code, _ = _raw(
+        api_client, "PATCH", base, widget("ssa", minReplicas=3), ctype, [("fieldManager", "op")]
+    )
+    assert code == 201
+    status = {
+        "apiVersion": "test.envtest.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": "ssa"},
+        "status": {"phase": "Ready"},
+    }
+    code, body = _raw(
+        api_client, "PATCH", base + "/status", status, ctype, [("fieldManager", "op-status")]
+    )
+    assert code == 200 and body["status"] == {"phase": "Ready"}
+    entries = {(m["manager"], m.get("subresource")): m for m in body["metadata"]["managedFields"]}
+    assert entries[("op-status", "status")]["fieldsV1"] == {"f:status": {"f:phase": {}}}
+    assert body["metadata"]["generation"] == 1 and body["spec"]["minReplicas"] == 3
+    code, body = _raw(api_client, "PATCH", base, widget("ssa"), ctype, [("fieldManager", "op")])
+    assert body["spec"]["minReplicas"] == 1 and body["status"] == {"phase": "Ready"}
