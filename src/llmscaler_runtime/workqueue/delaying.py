@@ -61,10 +61,12 @@ class DelayingQueue(Queue[T]):
             raise TypeError("workqueue items must not be None")
         if self.shutting_down():
             return
+        # Counted before the delay check, as client-go does: every add_after (rate-limited
+        # requeue, requeue_after, a zero delay included) is one retry in workqueue_retries_total.
+        self._record_retry()
         if delay <= 0:
             self.add(item)
             return
-        self._record_retry()
         with self._delay_cond:
             if self._timer_stopped:
                 return

@@ -129,17 +129,24 @@ def test_ten_thousand_pending_items_share_one_timer_thread(clock: FakeClock) -> 
         q.shut_down()
 
 
-def test_retries_metric_counts_every_add_with_a_positive_delay(clock: FakeClock) -> None:
+def test_retries_metric_counts_every_add_after_but_not_plain_adds(clock: FakeClock) -> None:
+    # client-go's AddAfter calls metrics.retry() before looking at the delay, so an immediate
+    # (zero or negative delay) add_after is a retry too; a plain add() never is, and nothing
+    # is counted once the queue shuts down.
     provider = RecordingProvider()
     q: DelayingQueue[str] = DelayingQueue(name="r", clock=clock, metrics=provider)
     try:
         q.add_after("a", 1)
         q.add_after("a", 2)
         q.add_after("b", 0)
+        q.add_after("d", -1)
         q.add("c")
-        assert provider.metrics[("retries", "r")].value == 2
+        assert provider.metrics[("retries", "r")].value == 4
     finally:
         q.shut_down()
+    q.add_after("e", 1)
+    q.add_after("e", 0)
+    assert provider.metrics[("retries", "r")].value == 4
 
 
 def test_timer_refreshes_unfinished_work_gauge(clock: FakeClock) -> None:
