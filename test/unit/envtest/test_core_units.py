@@ -252,3 +252,28 @@ def test_storage_watch_history_bound() -> None:
     started = time.monotonic()
     st.close()
     assert time.monotonic() - started < 1
+
+
+def test_faults_seeded_rates_counts_and_latency() -> None:
+    """Error rates are reproducible from the seed; count-limited rules expire; latency adds up
+    per matching rule; bad probabilities are refused."""
+    from llmscaler_runtime.envtest.faults import Faults
+
+    def pattern(seed: int) -> list[int | None]:
+        f = Faults(seed)
+        f.add_error(r"/pods", code=500, probability=0.5)
+        return [f.error_for("GET", "/api/v1/pods") for _ in range(40)]
+
+    first = pattern(7)
+    assert first == pattern(7) and {500, None} == set(first)
+    f = Faults()
+    f.add_error(r"/leases/", code=503, count=2, methods={"put"})
+    assert f.error_for("GET", "/leases/x") is None
+    assert [f.error_for("PUT", "/leases/x") for _ in range(3)] == [503, 503, None]
+    f.add_latency(r"/a", 0.1)
+    f.add_latency(r"/a/b", 0.2)
+    assert f.delay_for("GET", "/a/b") == pytest.approx(0.3)
+    with pytest.raises(ValueError):
+        f.add_error(".", probability=1.5)
+    f.conflict_next_writes(1)
+    assert f.take_conflict() and not f.take_conflict()
