@@ -95,8 +95,13 @@ class ControllerMetrics:
             registry=r,
         )
         qlabels = ["name", "controller"]
+        # controller-runtime labels depth by priority too (its priority queue); a plain queue
+        # reports priority="" as controller-runtime's own provider does.
         self.workqueue_depth = Gauge(
-            "workqueue_depth", "Current depth of workqueue", qlabels, registry=r
+            "workqueue_depth",
+            "Current depth of workqueue by workqueue and priority",
+            [*qlabels, "priority"],
+            registry=r,
         )
         self.workqueue_adds = Counter(
             "workqueue_adds_total", "Total number of adds handled by workqueue", qlabels, registry=r
@@ -224,7 +229,7 @@ class QueueMetricsProvider:
         return {"name": name, "controller": self.controller or name}
 
     def new_depth_metric(self, name: str) -> GaugeMetric:
-        return self._m.workqueue_depth.labels(**self._labels(name))
+        return self._m.workqueue_depth.labels(**self._labels(name), priority="")
 
     def new_adds_metric(self, name: str) -> CounterMetric:
         return self._m.workqueue_adds.labels(**self._labels(name))

@@ -153,7 +153,7 @@ def test_metrics_endpoint_exports_controller_runtime_names(stop_all: list[Manage
         'controller_runtime_max_concurrent_reconciles{controller="llmscaler"} 4.0',
         'controller_runtime_active_workers{controller="llmscaler"} 1.0',
         'workqueue_adds_total{controller="llmscaler",name="llmscaler"} 2.0',
-        'workqueue_depth{controller="llmscaler",name="llmscaler"} 2.0',
+        'workqueue_depth{controller="llmscaler",name="llmscaler",priority=""} 2.0',
     ]
     for line in expected:
         assert line in text, line
