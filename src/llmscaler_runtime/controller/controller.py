@@ -69,6 +69,22 @@ def _reconcile_context_factory() -> ContextFactory:
     return factory if callable(factory) else _fallback_context
 
 
+def _is_terminal(exc: BaseException) -> bool:
+    """A TerminalError, or an exception raised ``from`` one (Go's ``errors.Is`` through ``%w``).
+
+    Only explicit chaining (``__cause__``) counts: an error that merely happened while handling
+    a TerminalError (``__context__``) is a new failure and is retried.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, TerminalError):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__
+    return False
+
+
 class Controller:
     """Runs a reconciler for the Requests its watches produce.
 
@@ -235,13 +251,15 @@ class Controller:
             result = self.reconciler.reconcile(req)
             if not isinstance(result, Result):
                 raise TypeError(f"reconcile() must return a Result, got {type(result).__name__}")
-        except TerminalError:
-            self.queue.forget(req)
-            self.metrics.inc_reconcile_errors(self.name)
-            self.metrics.inc_terminal_reconcile_errors(self.name)
-            self._log.error("terminal reconciler error; not requeued", exc_info=True)
-            return "error"
         except BaseException as exc:
+            if _is_terminal(exc):
+                # Retrying cannot help. Forgetting (controller-runtime keeps the history) only
+                # drops a limiter entry that no retry would ever clear.
+                self.queue.forget(req)
+                self.metrics.inc_reconcile_errors(self.name)
+                self.metrics.inc_terminal_reconcile_errors(self.name)
+                self._log.error("terminal reconciler error; not requeued", exc_info=True)
+                return "error"
             # Any exception (even SystemExit raised by a reconciler) must not kill the worker.
             self.queue.add_rate_limited(req)
             if not isinstance(exc, Exception):

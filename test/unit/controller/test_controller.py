@@ -101,6 +101,39 @@ def test_terminal_error_is_not_requeued(harness_factory: Any) -> None:
     assert h.reconciler.calls == [REQ]
 
 
+def _wrapped_terminal() -> RuntimeError:
+    try:
+        raise TerminalError("bad spec")
+    except TerminalError as inner:
+        err = RuntimeError("applying the spec failed")
+        err.__cause__ = inner
+        return err
+
+
+def _terminal_in_context() -> RuntimeError:
+    try:
+        raise TerminalError("bad spec")
+    except TerminalError:
+        try:
+            raise RuntimeError("cleanup failed")
+        except RuntimeError as err:
+            return err  # __context__ is the TerminalError, __cause__ is None
+
+
+def test_error_raised_from_a_terminal_error_is_terminal(harness_factory: Any) -> None:
+    # errors.Is(err, TerminalError) in Go follows %w wrapping; ``raise X from TerminalError``
+    # is the Python equivalent. An error merely raised while handling one is retried.
+    h = harness_factory(ScriptedReconciler(_wrapped_terminal(), _terminal_in_context()))
+    h.controller.start()
+    h.controller.enqueue([REQ])
+    assert h.metrics.wait_results(1) == ["error"]
+    assert h.metrics.terminal == 1 and h.q.num_waiting() == 0
+    h.controller.enqueue([REQ])
+    assert h.metrics.wait_results(2) == ["error", "error"]
+    assert h.metrics.terminal == 1 and h.metrics.errors == 2
+    assert h.q.num_requeues(REQ) == 1 and h.q.num_waiting() == 1
+
+
 def test_requeue_after_resets_backoff_and_schedules_exactly(harness_factory: Any) -> None:
     h = harness_factory(ScriptedReconciler(RuntimeError("x"), Result(requeue_after=30)))
     h.controller.start()
