@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from examples.annotation_scaler import ANNOTATION, FIELD_MANAGER, setup
+from examples.headroom import setup_headroom
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.manager import Manager
+from llmscaler_runtime.testkit import DecisionServer
 
 pytestmark = pytest.mark.integration
 
@@ -113,3 +115,63 @@ def test_bad_annotation_is_reported_and_changes_nothing(
 
     wait_for("a BadAnnotation event", warned)
     assert replicas(kube, "api", namespace) == 1
+
+
+# -- examples/headroom.py: one pipeline step swapped, the rest of LLMScaler unchanged -----------
+
+
+def test_headroom_recommender_adds_spare_replicas_in_a_real_manager(
+    envtest: Any, kube: Client, namespace: str, decision_server: DecisionServer
+) -> None:
+    client = envtest.client()
+    manager = Manager(
+        client,
+        namespace=namespace,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        install_signal_handlers=False,
+    )
+    setup_headroom(manager, spare=1)
+    thread = threading.Thread(target=manager.run, daemon=True)
+    thread.start()
+    try:
+        kube.create(deployment("llm", namespace, {}))
+        decision_server.set_decision("llm", 2, namespace=namespace)
+        kube.create(
+            {
+                "apiVersion": "autoscaling.modelsphere.dev/v1alpha1",
+                "kind": "LLMScaler",
+                "metadata": {"name": "llm", "namespace": namespace},
+                "spec": {
+                    "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
+                    "metricProvider": "Custom",
+                    "serverAddress": decision_server.url,
+                    "customProvider": {"serviceId": "llm", "namespace": namespace},
+                    "minReplicas": 1,
+                    "maxReplicas": 5,
+                    "syncPeriodSeconds": 1,
+                    "retryPeriodSeconds": 1,
+                },
+            }
+        )
+        # The decision server asks for 2; the swapped recommender adds one spare.
+        wait_for("2 + 1 spare", lambda: replicas(kube, "llm", namespace) == 3, timeout=30)
+
+        # The steps that were not swapped still apply: 5 + 1 spare is clamped to maxReplicas.
+        decision_server.set_decision("llm", 5, namespace=namespace)
+        wait_for("clamp at 5", lambda: replicas(kube, "llm", namespace) == 5, timeout=30)
+
+        def limited() -> bool:
+            scaler = kube.get("autoscaling.modelsphere.dev/v1alpha1", "LLMScaler", "llm", namespace)
+            conditions = (scaler.get("status") or {}).get("conditions") or []
+            return any(
+                c["type"] == "ScalingLimited" and c["reason"] == "TooManyReplicas"
+                for c in conditions
+            )
+
+        wait_for("ScalingLimited=TooManyReplicas", limited, timeout=30)
+    finally:
+        manager.stop()
+        thread.join(timeout=30)
+        client.close()
+    assert not thread.is_alive(), "manager did not stop"

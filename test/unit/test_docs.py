@@ -25,7 +25,6 @@ CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 CRD = ROOT / "config" / "crd" / "bases" / "autoscaling.modelsphere.dev_llmscalers.yaml"
 RECONCILER = ROOT / "src" / "llmscaler_runtime" / "scaling" / "reconciler.py"
 STATUS = ROOT / "src" / "llmscaler_runtime" / "scaling" / "status.py"
-EXAMPLE = ROOT / "examples" / "annotation_scaler.py"
 
 MERMAID_KINDS = ("flowchart", "graph", "sequenceDiagram", "stateDiagram", "stateDiagram-v2")
 
@@ -319,14 +318,17 @@ def test_internal_links_point_at_headings() -> None:
     assert links <= slugs, f"dangling links: {sorted(links - slugs)}"
 
 
-def test_readme_example_is_the_tested_example_file() -> None:
-    match = re.search(r"<!-- example:annotation_scaler -->\n```python\n(.*?)```", readme(), re.S)
-    assert match, "README lost the annotation_scaler example block"
-    shown = match.group(1)
-    assert len(shown.splitlines()) > 20
-    assert shown in EXAMPLE.read_text(encoding="utf-8"), (
-        "the README's example differs from examples/annotation_scaler.py; copy it again"
-    )
+def test_readme_examples_are_the_tested_example_files() -> None:
+    blocks = re.findall(r"<!-- example:(\w+) -->\n```python\n(.*?)```", readme(), re.S)
+    names = {name for name, _ in blocks}
+    assert {"annotation_scaler", "headroom"} <= names, "README lost an example block"
+    for name, shown in blocks:
+        source = ROOT / "examples" / f"{name}.py"
+        assert source.is_file(), f"README shows examples/{name}.py, which does not exist"
+        assert len(shown.splitlines()) > 10
+        assert shown in source.read_text(encoding="utf-8"), (
+            f"the README's example differs from examples/{name}.py; copy it again"
+        )
 
 
 # -- chart values ------------------------------------------------------------------------------
