@@ -1,8 +1,22 @@
-"""Label selectors evaluated in memory, so cached lists filter like the API server does.
+"""Kubernetes label selectors, parsed once and matched in memory like the API server does.
 
-Supports the string syntax (``a=b,c!=d,e in (x,y),f notin (z),g,!h``), a plain
-``{key: value}`` map (all must be equal) and the ``LabelSelector`` object form
-(``matchLabels`` / ``matchExpressions``) used in workload specs.
+The one selector implementation of the framework: cached lists (``InformerCache.list``) and
+controller predicates (``llmscaler_runtime.controller.label_selector_predicate``, which
+re-exports these names) share it, so a selector means the same thing everywhere.
+
+Accepted forms:
+
+- the string syntax of ``kubectl -l`` / ``labelSelector=``:
+  ``a=b,c!=d,e in (x,y),f notin (z),g,!h`` (``=`` and ``==`` are the same; an empty value is
+  legal, ``app=`` matches an empty ``app`` label);
+- the structured ``metav1.LabelSelector`` form: ``matchLabels`` and ``matchExpressions`` with
+  In/NotIn/Exists/DoesNotExist, validated strictly (unknown fields, non-string values, missing
+  or superfluous ``values`` are errors);
+- a plain ``{key: value}`` map (every pair must match), as ``matchLabels`` alone;
+- ``None`` or an empty string/map: matches everything.
+
+Malformed input raises ``ValueError`` naming the bad part — at setup, not on the first event;
+a value of the wrong type raises ``TypeError``.
 """
 
 from __future__ import annotations
@@ -21,6 +35,8 @@ _SET_RE = re.compile(rf"^({_KEY})\s+(in|notin)\s*\(([^()]*)\)$")
 _CMP_RE = re.compile(rf"^({_KEY})\s*(==|!=|=)\s*({_VALUE})$")
 _EXISTS_RE = re.compile(rf"^(!?)\s*({_KEY})$")
 _VALUE_RE = re.compile(rf"^{_VALUE}$")
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_STRUCTURED_FIELDS = frozenset({"matchLabels", "matchExpressions"})
 
 
 @attrs.frozen
@@ -49,7 +65,7 @@ class LabelSelector:
     requirements: tuple[Requirement, ...] = ()
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
-        """True when every requirement holds for ``labels``."""
+        """True when every requirement holds for ``labels`` (None: no labels)."""
         labels = labels or {}
         return all(r.matches(labels) for r in self.requirements)
 
@@ -60,6 +76,7 @@ class LabelSelector:
 
 
 def _split_clauses(text: str) -> list[str]:
+    """Split on the commas outside parentheses (``a in (x,y),b`` is two clauses)."""
     clauses: list[str] = []
     current: list[str] = []
     depth = 0
@@ -69,14 +86,14 @@ def _split_clauses(text: str) -> list[str]:
         elif ch == ")":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"unbalanced parentheses in selector {text!r}")
+                raise ValueError(f"label selector {text!r}: unbalanced ')'")
         if ch == "," and depth == 0:
             clauses.append("".join(current).strip())
             current = []
         else:
             current.append(ch)
     if depth != 0:
-        raise ValueError(f"unbalanced parentheses in selector {text!r}")
+        raise ValueError(f"label selector {text!r}: unbalanced '('")
     clauses.append("".join(current).strip())
     return clauses
 
@@ -87,11 +104,12 @@ def _parse_string(text: str) -> LabelSelector:
     reqs: list[Requirement] = []
     for clause in _split_clauses(text):
         if not clause:
-            raise ValueError(f"empty clause in selector {text!r}")
+            raise ValueError(f"label selector {text!r}: empty clause")
         if m := _SET_RE.match(clause):
             values = [v.strip() for v in m.group(3).split(",")]
-            if not values or any(not _VALUE_RE.match(v) for v in values):
-                raise ValueError(f"bad value list in selector clause {clause!r}")
+            for v in values:
+                if not _VALUE_RE.match(v):
+                    raise ValueError(f"label selector {text!r}: invalid value {v!r} in {clause!r}")
             op = "In" if m.group(2) == "in" else "NotIn"
             reqs.append(Requirement(m.group(1), op, frozenset(values)))
         elif m := _CMP_RE.match(clause):
@@ -100,36 +118,59 @@ def _parse_string(text: str) -> LabelSelector:
         elif m := _EXISTS_RE.match(clause):
             reqs.append(Requirement(m.group(2), "DoesNotExist" if m.group(1) else "Exists"))
         else:
-            raise ValueError(f"cannot parse selector clause {clause!r}")
+            raise ValueError(f"label selector {text!r}: cannot parse {clause!r}")
     return LabelSelector(tuple(reqs))
 
 
-def _parse_object(sel: Mapping[str, Any]) -> LabelSelector:
-    reqs = [
-        Requirement(str(k), "In", frozenset([str(v)]))
-        for k, v in (sel.get("matchLabels") or {}).items()
-    ]
-    for expr in sel.get("matchExpressions") or ():
-        op = expr.get("operator")
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ValueError(f"unknown matchExpressions operator {op!r}")
-        values = frozenset(str(v) for v in expr.get("values") or ())
+def _equality_requirements(labels: Mapping[Any, Any], where: str) -> list[Requirement]:
+    reqs: list[Requirement] = []
+    for key, value in labels.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{where}: keys must be non-empty strings, got {key!r}")
+        if not isinstance(value, str):
+            raise ValueError(f"{where}[{key!r}] must be a string, got {value!r}")
+        reqs.append(Requirement(key, "In", frozenset([value])))
+    return reqs
+
+
+def _parse_structured(sel: Mapping[str, Any]) -> LabelSelector:
+    unknown = set(sel) - _STRUCTURED_FIELDS
+    if unknown:
+        raise ValueError(f"label selector: unknown fields {sorted(unknown)}")
+    match_labels = sel.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
+        raise ValueError("label selector: matchLabels must be an object")
+    reqs = _equality_requirements(match_labels, "label selector: matchLabels")
+    expressions = sel.get("matchExpressions") or []
+    if not isinstance(expressions, list | tuple):
+        raise ValueError("label selector: matchExpressions must be a list")
+    for i, expr in enumerate(expressions):
+        where = f"label selector: matchExpressions[{i}]"
+        if not isinstance(expr, Mapping):
+            raise ValueError(f"{where} must be an object")
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{where}.key must be a non-empty string")
+        if op not in _OPERATORS:
+            raise ValueError(f"{where}.operator must be one of {list(_OPERATORS)}, got {op!r}")
         if op in ("In", "NotIn") and not values:
-            raise ValueError(f"operator {op} needs values")
-        reqs.append(Requirement(str(expr.get("key")), op, values))
+            raise ValueError(f"{where}: operator {op} needs values")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"{where}: operator {op} takes no values")
+        reqs.append(Requirement(key, op, frozenset(str(v) for v in values)))
     return LabelSelector(tuple(reqs))
 
 
 def parse_selector(selector: str | Mapping[str, Any] | LabelSelector | None) -> LabelSelector:
-    """Build a LabelSelector from any accepted form; ValueError names the bad clause."""
+    """Build a LabelSelector from any accepted form (a parsed one is returned as is)."""
     if selector is None:
         return LabelSelector()
     if isinstance(selector, LabelSelector):
         return selector
     if isinstance(selector, str):
         return _parse_string(selector)
-    if "matchLabels" in selector or "matchExpressions" in selector:
-        return _parse_object(selector)
-    return LabelSelector(
-        tuple(Requirement(str(k), "In", frozenset([str(v)])) for k, v in selector.items())
-    )
+    if isinstance(selector, Mapping):
+        if _STRUCTURED_FIELDS & set(selector):
+            return _parse_structured(selector)
+        return LabelSelector(tuple(_equality_requirements(selector, "label selector")))
+    raise TypeError(f"label selector must be a str or a mapping, got {type(selector).__name__}")

@@ -75,3 +75,24 @@ def test_malformed_selectors_raise(bad: str | dict[str, Any]) -> None:
 def test_wrong_type_raises() -> None:
     with pytest.raises(TypeError):
         parse_selector(3)  # type: ignore[arg-type]
+
+
+def test_controller_and_cache_share_one_selector_implementation() -> None:
+    # One parser for predicates and cached lists: a selector means the same thing in both.
+    from llmscaler_runtime import cache, controller
+
+    assert controller.parse_selector is cache.parse_selector
+    assert controller.LabelSelector is cache.LabelSelector
+    assert controller.Requirement is cache.Requirement
+    parsed = cache.parse_selector("app=llm")
+    assert controller.parse_selector(parsed) is parsed
+
+
+def test_plain_map_and_none() -> None:
+    assert parse_selector(None).matches({"x": "y"})
+    assert parse_selector({"app": "llm"}).matches(LABELS)
+    assert not parse_selector({"app": "web"}).matches(LABELS)
+    with pytest.raises(ValueError):
+        parse_selector({"app": 1})
+    with pytest.raises(ValueError):
+        parse_selector({"matchLabels": {"app": "llm"}, "app": "llm"})
