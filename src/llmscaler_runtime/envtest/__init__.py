@@ -17,6 +17,8 @@ kube-apiserver):
 * Aggregated discovery and ``/openapi/v2`` are not served (kubectl falls back to the legacy
   discovery and uses ``/openapi/v3``); RBAC objects are stored, never enforced.
 * A list ``continue`` token resumes by key on the current state, not on a snapshot.
+* Protobuf request bodies are decoded only for what kubectl's typed commands send (create
+  deployment/namespace/configmap/secret/serviceaccount, run); responses are always JSON.
 """
 
 from .environment import Environment

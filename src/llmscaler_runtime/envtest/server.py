@@ -555,6 +555,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return json.loads(body or b"null")
             except ValueError as exc:
                 raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from . import protobuf
+
+            return protobuf.decode(body)
         if allow_yaml and ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
                 return yaml.safe_load(body)

@@ -308,3 +308,19 @@ def test_explain_builtin_and_protected_namespace(kubectl: Kubectl) -> None:
     proc = kubectl.run("delete", "namespace", "default", check=False)
     assert proc.returncode == 1
     assert 'namespaces "default" is forbidden: this namespace may not be deleted' in proc.stderr
+
+
+def test_typed_kubectl_create_commands_send_protobuf(kubectl: Kubectl, ns: str) -> None:
+    """kubectl's typed create commands post application/vnd.kubernetes.protobuf; the server
+    decodes the envelope for the kinds they create."""
+    kubectl.run("create", "deployment", "pb", "-n", ns, "--image=nginx:1.25", "--replicas=0",
+                "--port=80")
+    kubectl.run("create", "configmap", "pbc", "-n", ns, "--from-literal=k=v")
+    kubectl.run("run", "pbp", "-n", ns, "--image=busybox", "--env=X=1", "--", "sleep", "1")
+    d = kubectl.json("get", "deploy", "pb", "-n", ns)
+    container = d["spec"]["template"]["spec"]["containers"][0]
+    assert d["spec"]["replicas"] == 0  # a pointer field's zero value survives
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert kubectl.json("get", "cm", "pbc", "-n", ns)["data"] == {"k": "v"}
+    pod = kubectl.json("get", "pod", "pbp", "-n", ns)["spec"]["containers"][0]
+    assert pod["args"] == ["sleep", "1"] and pod["env"] == [{"name": "X", "value": "1"}]

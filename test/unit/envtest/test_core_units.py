@@ -277,3 +277,29 @@ def test_faults_seeded_rates_counts_and_latency() -> None:
         f.add_error(".", probability=1.5)
     f.conflict_next_writes(1)
     assert f.take_conflict() and not f.take_conflict()
+
+
+def _pb_field(num: int, payload: bytes) -> bytes:
+    return bytes([num << 3 | 2, len(payload)]) + payload
+
+
+def test_protobuf_envelope_decoding_and_unknown_fields() -> None:
+    """The protobuf envelope decodes known kinds; zero-valued unknown fields are skipped but a
+    set unknown field is a 415 rather than silent data loss."""
+    from llmscaler_runtime.envtest import protobuf
+
+    meta = _pb_field(1, b"cm") + _pb_field(4, b"")  # name, empty selfLink
+    entry = _pb_field(1, b"k") + _pb_field(2, b"v")
+    raw = _pb_field(1, meta) + _pb_field(2, entry)
+    type_meta = _pb_field(1, b"v1") + _pb_field(2, b"ConfigMap")
+    body = protobuf.MAGIC + _pb_field(1, type_meta) + _pb_field(2, raw)
+    assert protobuf.decode(body) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm"},
+        "data": {"k": "v"},
+    }
+    bad_raw = raw + bytes([0xF8, 0x06, 1])  # field 111, varint 1
+    with pytest.raises(StatusError) as info:
+        protobuf.decode(protobuf.MAGIC + _pb_field(1, type_meta) + _pb_field(2, bad_raw))
+    assert info.value.code == 415
