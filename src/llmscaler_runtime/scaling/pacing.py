@@ -13,6 +13,13 @@ Scale-up is applied at once; scale-down is damped three ways:
   waits, between the steps of a walk-down, for the fleet to reach its size (ready ==
   spec.replicas, nothing terminating) before the next step.
 
+The bounds are the user's explicit instruction, not a measurement, so they are never damped:
+like the HPA controller (which sets a workload above maxReplicas straight to maxReplicas and
+one below minReplicas straight to minReplicas, before looking at metrics), a fleet outside
+[minReplicas, maxReplicas] is brought to the violated bound in one write, whatever the window,
+the step cap or the settle guard say, and even in a sync where nothing could be measured.
+Only the part of a scale-down below maxReplicas is paced.
+
 The pacer itself is pure; per-scaler history lives in :class:`HistoryStore`.
 """
 
@@ -68,9 +75,16 @@ class ScaleDownPacer:
         stepping = history.stepping_down and not is_settled(target)
 
         if recommendation.replicas is None:
-            # Nothing measurable: hold, and remember nothing new.
+            # Nothing measurable: hold (within the bounds), and remember nothing new.
             held = History(kept, stepping)
-            return Plan(current, current, current, "no-measurement", held, held)
+            bounded, _ = clamp(current, spec)
+            if bounded == current:
+                return Plan(current, current, current, "no-measurement", held, held)
+            if bounded < current:
+                written = History(((now, bounded),), True)
+            else:
+                written = History(kept, False)
+            return Plan(current, bounded, bounded, "no-measurement", written, held)
 
         rec = recommendation.replicas
         # An older sample no larger than the new one can never be the window's maximum again
@@ -93,6 +107,13 @@ class ScaleDownPacer:
                 cap = spec.scale_down.max_step_replicas
                 if cap > 0 and current - desired > cap:
                     replicas, held_by = current - cap, "step-cap"
+
+        if replicas > spec.max_replicas:
+            # Above maxReplicas (the user just lowered it): go to the bound at once, as the HPA
+            # does; the step cap and settle guard only pace what lies below the bound.
+            replicas = spec.max_replicas
+            if desired == replicas:  # neither the cap nor the guard holds anything back now
+                held_by = "stabilization" if rec < desired else None
 
         unwritten = History(samples, stepping)
         if replicas < current:

@@ -333,14 +333,39 @@ class LLMScalerReconciler:
         plan = self.steps.pacer.pace(history, spec, target, recommendation, now)
         self._log_decision(scaler, target, measurement, recommendation, plan)
 
-        if recommendation.replicas is None:
-            self.history.put(scaler.uid, plan.history_if_written)
+        scaled = False
+        if plan.changes:
+            failure = self._scale(obj, scaler, target, plan, recommendation)
+            if failure is not None:
+                self.history.put(scaler.uid, plan.history_if_failed)
+                self._write_status(
+                    obj,
+                    scaler,
+                    [
+                        _cond(ABLE_TO_SCALE, False, "FailedUpdateScale", failure + "; retrying."),
+                        _cond(READY, False, "FailedUpdateScale", failure),
+                        *preemption,
+                    ],
+                    current=target.ready_replicas,
+                    desired=plan.desired,
+                )
+                return retry
+            scaled = True
+        self.history.put(scaler.uid, plan.history_if_written)
+
+        if _nothing_measured(recommendation):
             reason = (
                 "FailedGetDecision"
                 if spec.metric_provider == MetricProvider.CUSTOM
                 else "FailedGetMetrics"
             )
             detail = "; ".join(measurement.errors) or recommendation.reason
+            holding = (
+                f"Set {target.kind} {target.name} to {plan.replicas} replicas to respect the "
+                f"bounds [{spec.min_replicas}, {spec.max_replicas}], then holding there"
+                if scaled
+                else f"Holding {target.spec_replicas} replicas"
+            )
             self._write_status(
                 obj,
                 scaler,
@@ -349,7 +374,7 @@ class LLMScalerReconciler:
                         ABLE_TO_SCALE,
                         True,
                         "HoldingReplicas",
-                        f"Holding {target.spec_replicas} replicas until the signal can be read.",
+                        f"{holding} until the signal can be read.",
                     ),
                     _cond(
                         SCALING_ACTIVE,
@@ -361,43 +386,10 @@ class LLMScalerReconciler:
                     *preemption,
                 ],
                 current=target.ready_replicas,
+                desired=plan.desired if scaled else None,
+                scaled=scaled,
             )
             return retry
-
-        scaled = False
-        if plan.changes:
-            costs = self._victims(obj, scaler, target, plan)
-            try:
-                result = self.steps.writer.write(self.client, target, plan.replicas, costs)
-            except ApiError as exc:
-                self.history.put(scaler.uid, plan.history_if_failed)
-                message = (
-                    f"Could not set {target.kind} {target.name} to {plan.replicas} replicas: {exc}"
-                )
-                self._event(obj, "Warning", "FailedRescale", message)
-                self._write_status(
-                    obj,
-                    scaler,
-                    [
-                        _cond(ABLE_TO_SCALE, False, "FailedUpdateScale", message + "; retrying."),
-                        _cond(READY, False, "FailedUpdateScale", message),
-                        *preemption,
-                    ],
-                    current=target.ready_replicas,
-                    desired=plan.desired,
-                )
-                return retry
-            scaled = True
-            for failure in result.cost_failures:
-                self._event(obj, "Warning", "FailedSetDeletionCost", failure)
-            self._event(
-                obj,
-                "Normal",
-                "SuccessfulRescale",
-                f"New size: {plan.replicas} (was {plan.current}); {recommendation.reason}"
-                + (f"; held by {plan.held_by}" if plan.held_by else ""),
-            )
-        self.history.put(scaler.uid, plan.history_if_written)
 
         drafts = [
             self._able_draft(target, plan, scaled),
@@ -416,6 +408,42 @@ class LLMScalerReconciler:
         ):
             return retry
         return ok
+
+    def _scale(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        target: TargetView,
+        plan: Plan,
+        recommendation: Recommendation,
+    ) -> str | None:
+        """Victim hints, then the replica write, then events; the failure message or None."""
+        costs = self._victims(obj, scaler, target, plan)
+        try:
+            result = self.steps.writer.write(self.client, target, plan.replicas, costs)
+        except ApiError as exc:
+            message = (
+                f"Could not set {target.kind} {target.name} to {plan.replicas} replicas: {exc}"
+            )
+            self._event(obj, "Warning", "FailedRescale", message)
+            return message
+        for failure in result.cost_failures:
+            self._event(obj, "Warning", "FailedSetDeletionCost", failure)
+        spec = scaler.spec
+        if plan.current > spec.max_replicas and plan.replicas == spec.max_replicas:
+            why = f"above maxReplicas ({spec.max_replicas})"
+        elif plan.current < spec.min_replicas and plan.replicas == spec.min_replicas:
+            why = f"below minReplicas ({spec.min_replicas})"
+        else:
+            why = recommendation.reason
+        self._event(
+            obj,
+            "Normal",
+            "SuccessfulRescale",
+            f"New size: {plan.replicas} (was {plan.current}); {why}"
+            + (f"; held by {plan.held_by}" if plan.held_by else ""),
+        )
+        return None
 
     def _checked_target(self, obj: dict[str, Any], scaler: LLMScaler) -> TargetView:
         """Ownership check and target lookup; raises _SyncFailed with the status to write."""

@@ -203,3 +203,40 @@ def test_history_keeps_only_samples_that_can_still_be_the_maximum() -> None:
     # 9 dominates everything before it; 7 and 6 stay because each may outlive 9's successor
     assert [r for (_, r) in history.samples] == [9, 7, 6]
     assert pace(history, s, view(9), rec(1), T0 + 10).desired == 9
+
+
+# --- the bounds are never damped (HPA semantics) ---------------------------------------------
+
+
+def test_lowering_max_below_current_goes_to_max_in_one_write_despite_the_step_cap() -> None:
+    # The HPA sets a workload above maxReplicas straight to maxReplicas; the step cap only
+    # paces what lies below the bound.
+    plan = pace(History(((T0, 10),)), spec(window=300, step=1, max_r=4), view(10), rec(4), T0 + 1)
+    assert (plan.desired, plan.replicas, plan.held_by) == (4, 4, None)
+    assert plan.history_if_written == History(((T0 + 1, 4),), True)
+
+
+def test_lowering_max_below_current_is_not_held_by_the_settle_guard() -> None:
+    history = History(((T0, 10),), stepping_down=True)
+    plan = pace(history, spec(step=1, max_r=4), view(10, ready=8), rec(4), T0 + 1)
+    assert plan.replicas == 4
+
+
+def test_below_max_the_rest_of_the_walk_down_stays_paced() -> None:
+    # 10 -> max 6 at once; the metric wants 2, which is paced as usual from there
+    plan = pace(None, spec(step=1, max_r=6), view(10), rec(2), T0)
+    assert (plan.desired, plan.replicas, plan.held_by) == (2, 6, "step-cap")
+
+
+def test_no_measurement_still_enforces_the_bounds() -> None:
+    above = pace(History(((T0, 9),)), spec(window=60, max_r=4), view(9), rec(None), T0 + 1)
+    assert (above.replicas, above.held_by) == (4, "no-measurement")
+    assert above.history_if_written == History(((T0 + 1, 4),), True)
+    assert above.history_if_failed.samples == ((T0, 9),)
+    below = pace(None, spec(min_r=3), view(1), rec(None), T0)
+    assert below.replicas == 3
+    pinned = pace(None, spec(min_r=0, max_r=0), view(2), rec(None), T0)
+    assert pinned.replicas == 0
+    # a fleet at zero within its bounds (scale-to-zero) is held at zero, not woken
+    at_zero = pace(None, spec(min_r=0, max_r=5), view(0), rec(None), T0)
+    assert (at_zero.replicas, at_zero.changes) == (0, False)

@@ -253,7 +253,7 @@ def test_unexpected_error_requeues_after_retry_period(w: World) -> None:
     def explode(*_a: Any) -> Any:
         raise RuntimeError("bug in a step")
 
-    w.fetcher.fetch = explode  # type: ignore[method-assign]
+    w.fetcher.fetch = explode  # type: ignore[method-assign,assignment]
     assert w.sync() == RETRY
     assert "SyncFailed" in w.recorder.reasons()
     assert w.condition("Ready")["status"] == "False"
@@ -445,7 +445,7 @@ def test_costs_from_an_earlier_decision_are_reset(w: World) -> None:
     w.clock.step(15)
     w.sync()  # 3 -> 2: remove one pod; p4 is still the newest and keeps its cost
     assert w.pod_patches() == {}
-    # now p3 carries a stale low cost from nowhere; the next decision clears it
+    # p3 now carries a foreign cost; being the newest it is the victim and gets ours
     w.cluster.obj("v1", "Pod", "ns", "p3")["metadata"]["annotations"] = {
         DELETION_COST_ANNOTATION: "-7"
     }
@@ -609,3 +609,63 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
+
+
+def test_lowered_max_is_applied_while_every_metric_fails(w: World) -> None:
+    w.cluster.put(scaler_obj(max_replicas=4, step=1, window=300))
+    w.cluster.put(deployment(replicas=9))
+    w.fetcher.set_value(None, error="prometheus down")
+    assert w.sync() == RETRY
+    assert w.replicas() == 4
+    assert "above maxReplicas (4)" in w.recorder.events[-1][2]
+    able = w.condition("AbleToScale")
+    assert able["reason"] == "HoldingReplicas" and "to 4 replicas" in able["message"]
+    assert w.condition("ScalingActive")["reason"] == "FailedGetMetrics"
+    assert w.status()["desiredReplicas"] == 4
+
+
+def test_zero_max_pins_the_fleet_at_zero_even_without_a_signal(w: World) -> None:
+    w.cluster.put(scaler_obj(min_replicas=0, max_replicas=0))
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(None, error="empty vector")
+    w.sync()
+    assert w.replicas() == 0
+    w.cluster.calls.clear()
+    w.fetcher.set_value(50.0)
+    w.clock.step(15)
+    w.sync()
+    assert w.replicas() == 0 and w.applies() == []
+
+
+def test_custom_provider_logs_that_it_skips_the_deletion_cost_query(w: World) -> None:
+    _fleet(w, provider="Custom", deletion_cost_query="kv")
+    w.fetcher.set_decision(3)
+    with structlog.testing.capture_logs() as logs:
+        w.sync()
+    skipped = [e for e in logs if "deletionCostQuery ignored" in e["event"]]
+    assert len(skipped) == 1 and skipped[0]["scaler"] == "ns/s"
+
+
+def test_stale_cost_on_a_surviving_pod_is_removed_at_the_next_scale_down(w: World) -> None:
+    _fleet(w)
+    # p1 kept a low cost from an earlier decision (the ReplicaSet removed another pod then)
+    w.cluster.obj("v1", "Pod", "ns", "p1")["metadata"]["annotations"] = {
+        DELETION_COST_ANNOTATION: str(VICTIM_COST)
+    }
+    w.fetcher.set_value(0.75)  # 4 -> 3
+    w.sync()
+    assert w.pod_patches() == {"p1": None, "p4": str(VICTIM_COST)}
+    assert w.replicas() == 3
+
+
+def test_costs_from_the_query_replace_earlier_costs_and_unreported_pods_are_cleared(
+    w: World,
+) -> None:
+    _fleet(w, deletion_cost_query="kv * 100")
+    w.cluster.obj("v1", "Pod", "ns", "p4")["metadata"]["annotations"] = {
+        DELETION_COST_ANNOTATION: str(VICTIM_COST)
+    }
+    w.costs.costs = {"p1": 90, "p2": 10, "p3": 55}  # p4 not reported this time
+    w.fetcher.set_value(0.75)
+    w.sync()
+    assert w.pod_patches() == {"p1": "90", "p2": "10", "p3": "55", "p4": None}
