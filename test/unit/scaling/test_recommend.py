@@ -11,7 +11,9 @@ from llmscaler_runtime.scaling.recommend import SATURATED, HpaRecommender, ratio
 from llmscaler_runtime.scaling.types import Measurement, MetricReading, TargetView
 
 
-def spec(min_r: int = 1, max_r: int = 10, provider: MetricProvider = MetricProvider.PROMETHEUS):
+def spec(
+    min_r: int = 1, max_r: int = 10, provider: MetricProvider = MetricProvider.PROMETHEUS
+) -> LLMScalerSpec:
     return LLMScalerSpec(
         TargetRef("apps/v1", "Deployment", "web"),
         "http://p",
