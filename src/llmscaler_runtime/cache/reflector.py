@@ -176,9 +176,10 @@ class Reflector:
                 # the first 410 relists at once; repeated ones in a row back off
                 delay = self._backoff.next_delay() if failed_last else 0.0
             except TooManyRequests as exc:
-                delay = (
-                    exc.retry_after if exc.retry_after is not None else self._backoff.next_delay()
-                )
+                # The server's hint wins; without one (or "Retry-After: 0", which would turn a
+                # throttled informer into a hot loop) back off as for any other failure.
+                hint = exc.retry_after
+                delay = hint if hint is not None and hint > 0 else self._backoff.next_delay()
                 self._log.warning("reflector.throttled", retry_after=delay)
             except _ShortWatch:
                 delay = self._backoff.next_delay()

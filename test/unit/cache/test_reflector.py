@@ -149,11 +149,13 @@ def test_429_waits_retry_after() -> None:
     api.lists = [
         TooManyRequests(429, "TooManyRequests", "slow down", retry_after=7.0),
         TooManyRequests(429, "TooManyRequests", "no hint"),
+        TooManyRequests(429, "TooManyRequests", "retry at once", retry_after=0.0),
         page([], "1"),
     ]
     r, _ = make(api, t)
     r.run()
-    assert t.sleeps == [7.0, 0.8]
+    # a zero hint must not become a hot loop: it backs off like a missing one
+    assert t.sleeps == [7.0, 0.8, 1.6]
 
 
 def test_malformed_and_unknown_events_are_skipped() -> None:
