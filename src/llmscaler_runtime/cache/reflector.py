@@ -243,9 +243,16 @@ class Reflector:
         transformed: list[dict[str, Any]] = []
         for item in items:
             try:
-                transformed.append(self._apply_transform(item))
+                out = self._apply_transform(item)
             except Exception:
                 self._log.exception("reflector.transform_failed")
+                continue
+            # One nameless item must not make every relist fail (the store cannot key it), which
+            # would leave the informer unsynced forever; skip it like a malformed watch event.
+            if _named(out):
+                transformed.append(out)
+            else:
+                self._log.warning("reflector.malformed_list_item", item_repr=repr(out)[:200])
         self._sink.replace(transformed, list_rv)
         self._resource_version = list_rv
         self._need_list = False
@@ -311,6 +318,9 @@ class Reflector:
         except Exception:
             self._log.exception("reflector.transform_failed", type=event_type)
             return
+        if not _named(obj):
+            self._log.warning("reflector.malformed_event", type=event_type, problem="transform")
+            return
         if event_type == "ADDED":
             self._sink.add(obj)
         elif event_type == "MODIFIED":
@@ -319,6 +329,14 @@ class Reflector:
             self._sink.delete(obj)
         if rv:
             self._resource_version = str(rv)
+
+
+def _named(obj: Any) -> bool:
+    """True for an object the store can key: a dict with a non-empty string metadata.name."""
+    if not isinstance(obj, dict):
+        return False
+    meta = obj.get("metadata")
+    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])
 
 
 def _too_large_resource_version(exc: Exception) -> bool:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -176,6 +177,19 @@ def test_malformed_and_unknown_events_are_skipped() -> None:
     assert names(store) == ["default/ok"]
     assert r.last_sync_resource_version == "4"
     assert t.sleeps == []
+
+
+def test_malformed_list_items_are_skipped_and_the_list_still_syncs() -> None:
+    # A nameless item cannot be keyed; rejecting the whole list would fail every relist and
+    # leave the informer unsynced for good.
+    api, t = FakeApi(), FakeTime()
+    nameless: dict[str, Any] = {"kind": "ConfigMap", "metadata": {"resourceVersion": "3"}}
+    api.lists = [page([obj("a", "1"), nameless, {"kind": "ConfigMap"}, obj("b", "2")], "5")]
+    api.watches = [[ev("MODIFIED", {"kind": "ConfigMap", "metadata": {"name": 7}})]]
+    r, store = make(api, t, transform=lambda o: o)
+    r.run()
+    assert names(store) == ["default/a", "default/b"]
+    assert store.resource_version == "5" and t.sleeps == []
 
 
 def test_watch_closing_immediately_every_time_backs_off_and_keeps_state() -> None:
