@@ -208,7 +208,8 @@ def _cond(type_: str, ok: bool | None, reason: str, message: str) -> ConditionDr
 
 def _retry_period(obj: Mapping[str, Any]) -> float:
     """retryPeriodSeconds straight from the raw object, for specs that do not parse."""
-    value = (obj.get("spec") or {}).get("retryPeriodSeconds")
+    spec = obj.get("spec")
+    value = spec.get("retryPeriodSeconds") if isinstance(spec, Mapping) else None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return float(value)
     return DEFAULT_RETRY_PERIOD

@@ -10,6 +10,8 @@ import pytest
 from llmscaler_runtime.api.v1alpha1 import LLMScaler
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.providers import DecisionProvider, MetricError, parse_decision
+from llmscaler_runtime.scaling.providers.base import ProviderFetcher
+from llmscaler_runtime.scaling.types import Measurement, MetricReading
 
 from .fakes import scaler_obj
 from .httpserver import Reply, ScriptedServer, json_reply
@@ -158,3 +160,32 @@ def test_any_failure_holds_the_fleet(server: ScriptedServer, reply: Reply) -> No
 def test_server_down_holds_the_fleet() -> None:
     m = DecisionProvider(MetricHttpClient(HTTP)).fetch(custom_scaler("http://127.0.0.1:9"), 5.0)
     assert m.decision is None and "cannot reach" in (m.error or "")
+
+
+class _Recording:
+    def __init__(self, measurement: Measurement) -> None:
+        self.measurement = measurement
+        self.asked: list[str] = []
+
+    def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:
+        self.asked.append(scaler.name)
+        return self.measurement
+
+
+def test_provider_is_chosen_by_spec_and_never_falls_back() -> None:
+    prometheus = _Recording(Measurement("Prometheus", (MetricReading("m", "q", 1.0, value=2.0),)))
+    custom = _Recording(Measurement("Custom", error="decision server down"))
+    fetcher = ProviderFetcher(prometheus=prometheus, custom=custom)
+    # a Custom scaler whose decision server fails is held; Prometheus is not asked instead,
+    # even though the scaler also lists metrics (they are unused under Custom)
+    obj = scaler_obj(provider="Custom")
+    obj["spec"]["metrics"] = [{"name": "m", "query": "q", "target": "1"}]
+    m = fetcher.fetch(LLMScaler.from_dict(obj), 5.0)
+    assert (m.decision, m.error, custom.asked, prometheus.asked) == (
+        None,
+        "decision server down",
+        ["s"],
+        [],
+    )
+    m = fetcher.fetch(LLMScaler.from_dict(scaler_obj()), 5.0)
+    assert m.readings[0].value == 2.0 and custom.asked == ["s"]

@@ -669,3 +669,13 @@ def test_costs_from_the_query_replace_earlier_costs_and_unreported_pods_are_clea
     w.fetcher.set_value(0.75)
     w.sync()
     assert w.pod_patches() == {"p1": "90", "p2": "10", "p3": "55", "p4": None}
+
+
+@pytest.mark.parametrize("spec", ["oops", [1, 2], {"retryPeriodSeconds": True}])
+def test_malformed_spec_is_reported_and_retried_at_the_default_period(w: World, spec: Any) -> None:
+    # objects stored before the CRD had a schema may hold anything; never raise into backoff
+    obj = scaler_obj()
+    obj["spec"] = spec
+    w.cluster.put(obj)
+    assert w.sync() == RETRY
+    assert w.condition("Ready")["reason"] == "InvalidSpec"
