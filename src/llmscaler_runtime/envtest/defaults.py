@@ -6,6 +6,7 @@ defaults, service ports, namespace phase, name syntax, deployment selector/templ
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -26,6 +27,15 @@ _LABEL_MSG = (
     "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
     "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
+
+
+_ip_counter = itertools.count(10)
+
+
+def _next_cluster_ip() -> str:
+    """Allocate a service IP from 10.96.0.0/16 (never reused; enough for any test run)."""
+    n = next(_ip_counter)
+    return f"10.96.{(n >> 8) & 0xFF}.{n & 0xFF}"
 
 
 def _pod_spec_defaults(spec: dict[str, Any]) -> None:
@@ -92,6 +102,14 @@ def apply_builtin_defaults(rt: ResourceType, obj: dict[str, Any], creating: bool
     elif kind == ("", "Service"):
         if isinstance(spec, dict):
             spec.setdefault("type", "ClusterIP")
+            if creating and spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer"):
+                if not spec.get("clusterIP"):
+                    spec["clusterIP"] = _next_cluster_ip()
+                if spec["clusterIP"] != "None":
+                    spec.setdefault("clusterIPs", [spec["clusterIP"]])
+                spec.setdefault("ipFamilies", ["IPv4"])
+                spec.setdefault("ipFamilyPolicy", "SingleStack")
+                spec.setdefault("internalTrafficPolicy", "Cluster")
             spec.setdefault("sessionAffinity", "None")
             for p in spec.get("ports") or []:
                 if isinstance(p, dict):

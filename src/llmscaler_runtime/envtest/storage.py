@@ -58,6 +58,11 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _has_generation(rt: ResourceType) -> bool:
+    """Kinds whose strategy maintains metadata.generation (workloads, CRDs, custom resources)."""
+    return rt.group == "apps" or rt.key == CRD_KEY or rt.crd_name is not None
+
+
 def _parse_rv(value: Any, field: str = "resourceVersion") -> int:
     try:
         rv = int(str(value))
@@ -552,7 +557,10 @@ class Storage:
             warnings = self._prepare(rt, obj, None, field_validation)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = _now()
-            meta["generation"] = 1
+            if _has_generation(rt):
+                meta["generation"] = 1
+            else:
+                meta.pop("generation", None)
             if rt.key == CRD_KEY:
                 obj["status"] = self._crd_status(obj)
             if not preset_managed:
@@ -691,7 +699,7 @@ class Storage:
             result["status"] = self._crd_status(result)
         if self._same(old, result):
             return fast_copy(old), warnings
-        if self._spec_changed(rt, old, result):
+        if _has_generation(rt) and self._spec_changed(rt, old, result):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not explicit:
             managed.track_update(rt, old, result, manager, subresource, rt.api_version())

@@ -672,7 +672,7 @@ def test_orphan_propagation_strips_owner_references(
             "POST",
             "/api/v1/namespaces/default/configmaps",
             b"{}",
-            "application/vnd.kubernetes.protobuf",
+            "application/cbor",
             415,
             "UnsupportedMediaType",
             "unknown format",
