@@ -189,3 +189,7 @@ def test_provider_is_chosen_by_spec_and_never_falls_back() -> None:
     )
     m = fetcher.fetch(LLMScaler.from_dict(scaler_obj()), 5.0)
     assert m.readings[0].value == 2.0 and custom.asked == ["s"]
+
+
+def test_empty_namespace_does_not_narrow_the_match() -> None:
+    assert parse(doc(decision(6, ns="team")), ns="") == 6

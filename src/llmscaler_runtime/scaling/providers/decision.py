@@ -82,7 +82,8 @@ def parse_decision(
             raise MetricError(f"malformed decision {item!r}")
         if item.get("serviceId") != service_id:
             continue
-        if namespace is not None and item.get("namespace") != namespace:
+        # an empty namespace (a template rendering an unset value) narrows nothing
+        if namespace and item.get("namespace") != namespace:
             continue
         matches.append(item)
     scope = f"serviceId {service_id!r}" + (f" in namespace {namespace!r}" if namespace else "")
