@@ -9,8 +9,9 @@ Packages, one concept each:
 - ``controller``  Request/Result/Reconciler, worker threads, builder, predicates
 - ``manager``     runs informers and controllers; leader election, probes, metrics, signals
 - ``api``         the LLMScaler API types (autoscaling.modelsphere.dev/v1alpha1)
-- ``scaling``     the LLM scaling pipeline: guards, providers, recommendation, pacing, victims, write
+- ``scaling``     the LLM scaling pipeline: guard, fetch, recommend, pace, victims, write
 - ``envtest``     an embedded Kubernetes API server for tests and demos
+- ``testkit``     real Prometheus runner, vLLM metrics exporter, fake decision server
 """
 
 __version__ = "0.1.0"
