@@ -3,8 +3,12 @@
 A controller that fails on every sync would otherwise create one Event per attempt and flood etcd
 and ``kubectl describe``. Like client-go's event correlator, a repeat of the same
 (object, type, reason, message) inside ``window`` seconds PATCHes the existing Event's ``count``
-and ``lastTimestamp`` instead of creating a new object. The correlation cache is a bounded
-TTL/LRU cache, so memory stays flat however many objects a controller touches.
+and ``lastTimestamp`` instead of creating a new object. Messages that differ on every attempt
+(an error text with a changing number in it) would defeat that, so, again like client-go's
+``EventAggregator``, once ``max_similar`` distinct messages with the same (object, type, reason)
+were seen inside the window, further ones fold into a single Event whose message is
+"(combined from similar events): <latest message>". The correlation caches are bounded TTL/LRU
+caches, so memory stays flat however many objects a controller touches.
 
 Writes happen on one background thread fed by a bounded queue: a slow or failing API server must
 never block or break a reconcile, so :meth:`EventRecorder.event` only enqueues, and write failures
@@ -33,6 +37,8 @@ _EVENT_TYPES = ("Normal", "Warning")
 
 #: Longer messages are cut; the API server rejects very large Events and nobody reads them.
 MAX_MESSAGE_LENGTH = 1024
+#: Prefix of an Event that stands for many similar ones (client-go's wording).
+COMBINED_PREFIX = "(combined from similar events): "
 
 _log = get_logger(__name__)
 
@@ -103,16 +109,25 @@ class EventRecorder:
         window: float = 600.0,
         max_series: int = 4096,
         max_pending: int = 1000,
+        max_similar: int = 10,
     ) -> None:
         if not component:
             raise ValueError("component must be a non-empty string")
         if window <= 0:
             raise ValueError(f"window must be > 0 seconds, got {window}")
+        if max_similar < 2:
+            raise ValueError(f"max_similar must be >= 2, got {max_similar}")
+        self.max_similar = max_similar
         self._client = client
         self.component = component
         self.host = host if host is not None else socket.gethostname()
         self._clock = clock
         self._series: cachetools.TTLCache[tuple[str, ...], _Series] = cachetools.TTLCache(
+            maxsize=max_series, ttl=window, timer=clock
+        )
+        # (object, type, reason) -> distinct messages seen in the window; only the writer thread
+        # touches it. Re-inserting on every event restarts its window, as client-go's record does.
+        self._similar: cachetools.TTLCache[tuple[str, ...], set[str]] = cachetools.TTLCache(
             maxsize=max_series, ttl=window, timer=clock
         )
         self._queue: queue.Queue[_Write | None] = queue.Queue(maxsize=max_pending)
@@ -238,7 +253,22 @@ class EventRecorder:
             finally:
                 self._queue.task_done()
 
+    def _aggregate(self, w: _Write) -> _Write:
+        """``w`` itself, or its "combined" stand-in once too many similar messages were seen."""
+        similar_key = w.key[:-1]  # everything but the message
+        messages = self._similar.get(similar_key)
+        if messages is None:
+            messages = set()
+        messages.add(w.message)
+        self._similar[similar_key] = messages
+        if len(messages) < self.max_similar:
+            return w
+        messages.pop()  # stay bounded, as client-go does
+        message = (COMBINED_PREFIX + w.message)[:MAX_MESSAGE_LENGTH]
+        return attrs.evolve(w, key=(*similar_key, COMBINED_PREFIX), message=message)
+
     def _write(self, w: _Write) -> None:
+        w = self._aggregate(w)
         ts = _rfc3339(w.at)
         series = self._series.get(w.key)
         if series is not None:
@@ -248,7 +278,8 @@ class EventRecorder:
                     "v1",
                     "Event",
                     series.name,
-                    {"count": series.count, "lastTimestamp": ts},
+                    # the message too: a combined Event shows the latest of its messages
+                    {"count": series.count, "lastTimestamp": ts, "message": w.message},
                     series.namespace,
                     patch_type="merge",
                 )

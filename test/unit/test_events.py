@@ -112,6 +112,34 @@ def test_event_deleted_server_side_is_recreated() -> None:
     rec.stop()
 
 
+def test_many_similar_messages_fold_into_one_combined_event() -> None:
+    # A failing scaler whose message changes every sync (a number in the error text) must
+    # not create one Event per sync either: client-go's aggregator combines them after 10.
+    client = FakeClient()
+    wall = Wall()
+    rec = recorder(client, wall)
+    for i in range(25):
+        rec.event(POD, "Warning", "ScaleFailed", f"attempt {i}: conflict")
+        wall.t += 10
+    rec.event(POD, "Warning", "OtherReason", "attempt 0: conflict")
+    assert rec.flush(5)
+    events = client.of_kind("Event")
+    plain = [e for e in events if not e["message"].startswith("(combined")]
+    [combined] = [e for e in events if e["message"].startswith("(combined")]
+    assert len(plain) == 9 + 1  # the first nine distinct messages, and the other reason
+    assert combined["message"] == "(combined from similar events): attempt 24: conflict"
+    assert combined["count"] == 16
+    assert combined["reason"] == "ScaleFailed"
+    # After a quiet window the messages start counting from zero again.
+    wall.t += 601
+    rec.event(POD, "Warning", "ScaleFailed", "attempt 99: conflict")
+    assert rec.flush(5)
+    assert any(e["message"] == "attempt 99: conflict" for e in client.of_kind("Event"))
+    with pytest.raises(ValueError):
+        recorder(client, wall, max_similar=1)
+    rec.stop()
+
+
 def test_aggregation_memory_is_bounded() -> None:
     client = FakeClient()
     rec = recorder(client, Wall(), max_series=3)
