@@ -218,10 +218,9 @@ def _retry_period(obj: Mapping[str, Any]) -> float:
 class _SyncFailed(Exception):
     """Ends a sync early with a status already decided; carries the drafts to write."""
 
-    def __init__(self, drafts: Sequence[ConditionDraft], current: int | None = None) -> None:
+    def __init__(self, drafts: Sequence[ConditionDraft]) -> None:
         super().__init__(drafts[0].message if drafts else "sync failed")
         self.drafts = tuple(drafts)
-        self.current = current
 
 
 class LLMScalerReconciler:
@@ -297,35 +296,23 @@ class LLMScalerReconciler:
         spec = scaler.spec
         retry = Result(requeue_after=float(spec.retry_period_seconds))
         ok = Result(requeue_after=float(spec.sync_period_seconds))
-        preemption = self._preemption_draft(scaler)
 
+        # 1. may this scaler write its target, and can the target be read?
         try:
             target = self._checked_target(obj, scaler)
         except _SyncFailed as failed:
-            self._write_status(obj, scaler, [*failed.drafts, *preemption], current=failed.current)
+            self._write_status(obj, scaler, failed.drafts)
             return retry
 
+        # 2. rollout guard: a Deployment mid-rollout is left alone (not a failure)
         decision = self.steps.guard.check(target)
         if not decision.proceed:
             _log.info("rollout guard defers scaling", scaler=scaler.key, reason=decision.reason)
-            self._write_status(
-                obj,
-                scaler,
-                [
-                    _cond(
-                        ABLE_TO_SCALE,
-                        False,
-                        "RolloutInProgress",
-                        f"Scaling waits for the rollout of {target.kind} {target.name} to "
-                        f"finish: {decision.reason}.",
-                    ),
-                    _cond(READY, True, "RolloutInProgress", "Waiting for the rollout to settle."),
-                    *preemption,
-                ],
-                current=target.ready_replicas,
-            )
+            drafts = self._rollout_drafts(target, decision.reason)
+            self._write_status(obj, scaler, drafts, current=target.ready_replicas)
             return ok
 
+        # 3. measure, recommend, pace: pure steps, no API calls
         now = self.clock.now()
         measurement = self.steps.fetcher.fetch(scaler, float(spec.sync_period_seconds))
         self._report_measurement_errors(obj, scaler, measurement)
@@ -334,70 +321,39 @@ class LLMScalerReconciler:
         plan = self.steps.pacer.pace(history, spec, target, recommendation, now)
         self._log_decision(scaler, target, measurement, recommendation, plan)
 
+        # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
         if plan.changes:
             failure = self._scale(obj, scaler, target, plan, recommendation)
             if failure is not None:
                 self.history.put(scaler.uid, plan.history_if_failed)
+                drafts = [
+                    _cond(ABLE_TO_SCALE, False, "FailedUpdateScale", failure + "; retrying."),
+                    _cond(READY, False, "FailedUpdateScale", failure),
+                ]
                 self._write_status(
-                    obj,
-                    scaler,
-                    [
-                        _cond(ABLE_TO_SCALE, False, "FailedUpdateScale", failure + "; retrying."),
-                        _cond(READY, False, "FailedUpdateScale", failure),
-                        *preemption,
-                    ],
-                    current=target.ready_replicas,
-                    desired=plan.desired,
+                    obj, scaler, drafts, current=target.ready_replicas, desired=plan.desired
                 )
                 return retry
             scaled = True
         self.history.put(scaler.uid, plan.history_if_written)
 
+        # 5. status (written only when it changed)
         if _nothing_measured(recommendation):
-            reason = (
-                "FailedGetDecision"
-                if spec.metric_provider == MetricProvider.CUSTOM
-                else "FailedGetMetrics"
-            )
-            detail = "; ".join(measurement.errors) or recommendation.reason
-            holding = (
-                f"Set {target.kind} {target.name} to {plan.replicas} replicas to respect the "
-                f"bounds [{spec.min_replicas}, {spec.max_replicas}], then holding there"
-                if scaled
-                else f"Holding {target.spec_replicas} replicas"
-            )
             self._write_status(
                 obj,
                 scaler,
-                [
-                    _cond(
-                        ABLE_TO_SCALE,
-                        True,
-                        "HoldingReplicas",
-                        f"{holding} until the signal can be read.",
-                    ),
-                    _cond(
-                        SCALING_ACTIVE,
-                        False,
-                        reason,
-                        f"No usable signal from {spec.server_address}: {detail}",
-                    ),
-                    _cond(READY, False, reason, f"The last sync could not measure: {detail}"),
-                    *preemption,
-                ],
+                self._hold_drafts(scaler, target, plan, measurement, recommendation, scaled),
                 current=target.ready_replicas,
                 desired=plan.desired if scaled else None,
                 scaled=scaled,
             )
             return retry
-
         drafts = [
             self._able_draft(target, plan, scaled),
             self._active_draft(scaler, measurement),
             self._limited_draft(scaler, recommendation),
             _cond(READY, True, "Scaling", "The scaler is measuring and scaling its target."),
-            *preemption,
         ]
         if not self._write_status(
             obj,
@@ -580,6 +536,55 @@ class LLMScalerReconciler:
             self._event(obj, "Warning", reason, line)
         _log.warning("metric fetch failed", scaler=scaler.key, errors=list(measurement.errors))
 
+    @staticmethod
+    def _rollout_drafts(target: TargetView, reason: str) -> list[ConditionDraft]:
+        return [
+            _cond(
+                ABLE_TO_SCALE,
+                False,
+                "RolloutInProgress",
+                f"Scaling waits for the rollout of {target.kind} {target.name} to finish: "
+                f"{reason}.",
+            ),
+            _cond(READY, True, "RolloutInProgress", "Waiting for the rollout to settle."),
+        ]
+
+    @staticmethod
+    def _hold_drafts(
+        scaler: LLMScaler,
+        target: TargetView,
+        plan: Plan,
+        measurement: Measurement,
+        recommendation: Recommendation,
+        scaled: bool,
+    ) -> list[ConditionDraft]:
+        """Nothing could be measured: the fleet is held (within the bounds)."""
+        spec = scaler.spec
+        reason = (
+            "FailedGetDecision"
+            if spec.metric_provider == MetricProvider.CUSTOM
+            else "FailedGetMetrics"
+        )
+        detail = "; ".join(measurement.errors) or recommendation.reason
+        holding = (
+            f"Set {target.kind} {target.name} to {plan.replicas} replicas to respect the "
+            f"bounds [{spec.min_replicas}, {spec.max_replicas}], then holding there"
+            if scaled
+            else f"Holding {target.spec_replicas} replicas"
+        )
+        return [
+            _cond(
+                ABLE_TO_SCALE, True, "HoldingReplicas", f"{holding} until the signal can be read."
+            ),
+            _cond(
+                SCALING_ACTIVE,
+                False,
+                reason,
+                f"No usable signal from {spec.server_address}: {detail}",
+            ),
+            _cond(READY, False, reason, f"The last sync could not measure: {detail}"),
+        ]
+
     def _able_draft(self, target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:
         if scaled:
             extra = (
@@ -701,10 +706,11 @@ class LLMScalerReconciler:
         desired: int | None = None,
         scaled: bool = False,
     ) -> bool:
+        # the Preemption condition rides along with every status this sync writes
         drop = () if scaler.spec.preemption is not None else (PREEMPTION,)
         new = build_status(
             scaler.status,
-            drafts,
+            [*drafts, *self._preemption_draft(scaler)],
             now=self.clock.now(),
             generation=scaler.generation,
             current_replicas=current,
