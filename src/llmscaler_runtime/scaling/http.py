@@ -182,18 +182,20 @@ class MetricHttpClient:
         started = self._clock()
 
         clock = self._clock
+        wait = tenacity.wait_exponential(multiplier=opts.retry_wait, max=2.0)
 
         class _OutOfBudget(tenacity.stop.stop_base):
-            """Stop when another full attempt would overrun the caller's budget."""
+            """Stop when the pause before another attempt plus that whole attempt would overrun
+            the caller's budget."""
 
             def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
                 if budget is None:
                     return False
-                return (clock() - started) + opts.timeout > budget
+                return (clock() - started) + wait(retry_state) + opts.timeout > budget
 
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(opts.max_attempts) | _OutOfBudget(),
-            wait=tenacity.wait_exponential(multiplier=opts.retry_wait, max=2.0),
+            wait=wait,
             retry=(
                 tenacity.retry_if_exception_type((FetchError, _RetryableStatus))
                 & tenacity.retry_if_not_exception_type(BadRequestError)

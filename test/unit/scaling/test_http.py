@@ -228,3 +228,20 @@ def test_trickling_body_is_cut_off_at_the_total_timeout(server: ScriptedServer) 
     with pytest.raises(FetchError, match="longer than"):
         client(max_attempts=1, timeout=0.6).get(server.url + "/drip")
     assert time.monotonic() - started < 2.0
+
+
+def test_the_pause_before_a_retry_counts_against_the_budget(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(503, b"busy")
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    opts = attrs.evolve(FAST, max_attempts=5, timeout=0.5, retry_wait=1.0)
+    http = MetricHttpClient(opts, clock=lambda: now[0], sleep=sleep)
+    # an attempt fits (0.5 s) but the 1 s pause before it does not: 1.0 + 0.5 > 1.2
+    assert http.get(server.url + "/down", budget=1.2).status == 503
+    assert server.hits() == 1 and now[0] == 0.0
+    # with room for pause and attempt, it retries (and stops once the room is gone)
+    assert http.get(server.url + "/down2", budget=1.6).status == 503
+    assert server.hits() == 3
