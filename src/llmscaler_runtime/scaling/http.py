@@ -22,7 +22,14 @@ import httpx
 import tenacity
 from cachetools import TTLCache
 
-__all__ = ["BadRequestError", "FetchError", "HttpOptions", "HttpResponse", "MetricHttpClient"]
+__all__ = [
+    "BadRequestError",
+    "FetchError",
+    "HttpOptions",
+    "HttpResponse",
+    "MetricHttpClient",
+    "ResponseTooLarge",
+]
 
 MiB = 1024 * 1024
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -69,6 +76,10 @@ class FetchError(Exception):
 
 class BadRequestError(FetchError):
     """The request cannot be sent at all (malformed URL, unsupported scheme); never retried."""
+
+
+class ResponseTooLarge(FetchError):
+    """The body exceeds the size cap; never retried, the next attempt would be as large."""
 
 
 class _RetryableStatus(Exception):
@@ -198,7 +209,7 @@ class MetricHttpClient:
             wait=wait,
             retry=(
                 tenacity.retry_if_exception_type((FetchError, _RetryableStatus))
-                & tenacity.retry_if_not_exception_type(BadRequestError)
+                & tenacity.retry_if_not_exception_type((BadRequestError, ResponseTooLarge))
             ),
             sleep=self._sleep,
             reraise=True,
@@ -224,7 +235,7 @@ class MetricHttpClient:
                     and declared.isdigit()
                     and int(declared) > opts.max_response_bytes
                 ):
-                    raise FetchError(
+                    raise ResponseTooLarge(
                         f"response of {declared} bytes exceeds the "
                         f"{opts.max_response_bytes}-byte limit"
                     )
@@ -233,7 +244,7 @@ class MetricHttpClient:
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
                     if size > opts.max_response_bytes:
-                        raise FetchError(
+                        raise ResponseTooLarge(
                             f"response exceeds the {opts.max_response_bytes}-byte limit"
                         )
                     if self._clock() > deadline:

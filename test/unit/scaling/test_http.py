@@ -245,3 +245,11 @@ def test_the_pause_before_a_retry_counts_against_the_budget(server: ScriptedServ
     # with room for pause and attempt, it retries (and stops once the room is gone)
     assert http.get(server.url + "/down2", budget=1.6).status == 503
     assert server.hits() == 3
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "streamed"])
+def test_an_oversized_body_is_not_retried(server: ScriptedServer, declared: bool) -> None:
+    server.respond = lambda _r: Reply(200, b"x" * 50_000, content_length=declared)
+    with pytest.raises(FetchError, match="limit"):
+        client(max_attempts=3, max_response_bytes=1000).get(server.url + "/big")
+    assert server.hits() == 1
