@@ -229,7 +229,8 @@ FIELDS: dict[type, dict[str, FieldMeta]] = {
         "max_step_replicas": FieldMeta(
             "maxStepReplicas",
             "Most replicas removed by one scale-down write; 0 means no limit. Limits the size "
-            "of a step; the next step waits until the target has settled.",
+            "of a step; the next step waits until the target has settled. Does not apply to "
+            "bringing a fleet above maxReplicas down to maxReplicas.",
             default=0,
             format=_INT32,
             minimum=0,
@@ -285,7 +286,8 @@ FIELDS: dict[type, dict[str, FieldMeta]] = {
         "max_replicas": FieldMeta(
             "maxReplicas",
             "Upper bound of the replica count; must not be below minReplicas. 0 keeps the "
-            "fleet at zero.",
+            "fleet at zero. Lowering it below the current count scales down to it in one "
+            "write, without stabilization or step cap (as the HPA does).",
             required=True,
             format=_INT32,
             minimum=0,
