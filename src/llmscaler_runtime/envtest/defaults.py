@@ -185,6 +185,42 @@ def validate_builtin(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
     return errs
 
 
+def validate_builtin_update(
+    rt: ResourceType, old: dict[str, Any], new: dict[str, Any]
+) -> list[FieldError]:
+    """Immutable fields the real update validation guards (workload selectors, pod containers'
+    names/images are not; immutable ConfigMaps/Secrets are)."""
+    errs: list[FieldError] = []
+    if rt.group == "apps":
+        before = (old.get("spec") or {}).get("selector")
+        after = (new.get("spec") or {}).get("selector")
+        if before != after:
+            errs.append(
+                FieldError("FieldValueInvalid", "spec.selector", "field is immutable", after)
+            )
+    elif rt.group == "" and rt.kind in ("ConfigMap", "Secret") and old.get("immutable"):
+        for field in ("data", "binaryData") if rt.kind == "ConfigMap" else ("data",):
+            if old.get(field) != new.get(field):
+                errs.append(
+                    FieldError(
+                        "FieldValueForbidden",
+                        field,
+                        "field is immutable when `immutable` is set",
+                        with_value=False,
+                    )
+                )
+        if not new.get("immutable"):
+            errs.append(
+                FieldError(
+                    "FieldValueForbidden",
+                    "immutable",
+                    "field is immutable when `immutable` is set",
+                    with_value=False,
+                )
+            )
+    return errs
+
+
 def _validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [FieldError("FieldValueRequired", path, with_value=False)]

@@ -468,6 +468,8 @@ class Storage:
             errs += schema.validate(s, obj, old)
         else:
             errs += defaults.validate_builtin(rt, obj)
+            if old is not None:
+                errs += defaults.validate_builtin_update(rt, old, obj)
         if rt.key == CRD_KEY:
             errs += self._validate_crd(obj)
         if errs:

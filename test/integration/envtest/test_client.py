@@ -937,3 +937,17 @@ def test_ssa_on_status_subresource(api_client: kubernetes.client.ApiClient, ns: 
     assert body["metadata"]["generation"] == 1 and body["spec"]["minReplicas"] == 3
     code, body = _raw(api_client, "PATCH", base, widget("ssa"), ctype, [("fieldManager", "op")])
     assert body["spec"]["minReplicas"] == 1 and body["status"] == {"phase": "Ready"}
+
+
+def test_immutable_selector_and_env_client(env: Environment, ns: str) -> None:
+    """A workload's spec.selector is immutable (422); env.client() speaks to the same server."""
+    kube = pytest.importorskip("llmscaler_runtime.kube")
+    client = env.client()
+    assert isinstance(client, kube.Client)
+    client.create(deployment("imm"), namespace=ns)
+    obj = client.get("apps/v1", "Deployment", "imm", ns)
+    obj["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    obj["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    with pytest.raises(kube.Invalid) as info:
+        client.update(obj)
+    assert 'spec.selector: Invalid value: "object": field is immutable' in info.value.message
