@@ -653,7 +653,8 @@ class LLMScalerReconciler:
                 SCALING_LIMITED,
                 True,
                 "TooFewReplicas",
-                f"The signal asks for fewer than minReplicas ({spec.min_replicas}).",
+                f"The signal asks for fewer than minReplicas ({spec.min_replicas}); lower "
+                "minReplicas (0 allows scale to zero) if the fleet should shrink further.",
             )
         return _cond(
             SCALING_LIMITED,

@@ -679,3 +679,69 @@ def test_malformed_spec_is_reported_and_retried_at_the_default_period(w: World, 
     w.cluster.put(obj)
     assert w.sync() == RETRY
     assert w.condition("Ready")["reason"] == "InvalidSpec"
+
+
+def test_conditions_say_what_happened_and_what_holds_the_fleet(w: World) -> None:
+    w.cluster.put(scaler_obj(window=60, step=2, min_replicas=2, max_replicas=10))
+    w.cluster.put(deployment(replicas=4))
+
+    def reasons() -> tuple[str, ...]:
+        return tuple(
+            w.condition(t)["reason"]
+            for t in ("AbleToScale", "ScalingActive", "ScalingLimited", "Ready")
+        )
+
+    w.fetcher.set_value(1.0)
+    w.sync()
+    assert reasons() == ("ReadyForNewScale", "ValidMetricFound", "DesiredWithinRange", "Scaling")
+    w.fetcher.set_value(2.0)  # 4 -> 8 at once
+    w.clock.step(15)
+    w.sync()
+    assert (
+        reasons()[0] == "SucceededRescale"
+        and "to 8 replicas" in w.condition("AbleToScale")["message"]
+    )
+    w.fetcher.set_value(0.1)  # wants 1 -> clamped to min 2, held by the window at 8
+    w.clock.step(15)
+    w.sync()
+    assert reasons()[0] == "ScaleDownStabilized" and reasons()[2] == "TooFewReplicas"
+    assert "lower minReplicas" in w.condition("ScalingLimited")["message"]
+    assert w.replicas() == 8
+    w.clock.step(60)
+    w.sync()  # window passed: step-capped 8 -> 6, heading to 2
+    assert w.replicas() == 6
+    assert "heading to 2" in w.condition("AbleToScale")["message"]
+    assert w.status()["desiredReplicas"] == 2
+
+
+def test_a_repeated_failure_repeats_the_same_event_so_the_recorder_can_fold_it(
+    server: Any,
+) -> None:
+    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+    from llmscaler_runtime.scaling.reconciler import default_steps
+
+    from .httpserver import prom_vector
+
+    server.respond = lambda _r: prom_vector(({"pod": "a"}, "1"), ({"pod": "b"}, "2"))
+    cluster = FakeCluster()
+    recorder = FakeRecorder()
+    http = MetricHttpClient(HttpOptions(timeout=1, max_attempts=1, coalesce_ttl=0))
+    clock = FakeClock()
+    reconciler = LLMScalerReconciler(
+        FakeClient(cluster),
+        FakeCache(cluster),
+        recorder,
+        steps=default_steps(http),
+        clock=clock,
+    )
+    obj = scaler_obj()
+    obj["spec"]["serverAddress"] = server.url
+    cluster.put(obj)
+    cluster.put(deployment(replicas=3))
+    for _ in range(3):
+        assert reconciler.reconcile(Request("ns", "s")) == RETRY
+        clock.step(10)
+    assert len(recorder.events) == 3 and len(set(recorder.events)) == 1
+    (type_, reason, message) = recorder.events[0]
+    assert (type_, reason) == ("Warning", "FailedGetMetrics")
+    assert '{pod="a"}' in message and '{pod="b"}' in message
