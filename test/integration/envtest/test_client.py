@@ -813,6 +813,7 @@ def test_drop_watches_and_recorder(
                 f"/api/v1/namespaces/{ns}/configmaps",
                 [("timeoutSeconds", "30")],
                 want=99,
+                timeout=40,
             )
         )
     )

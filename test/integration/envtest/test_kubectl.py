@@ -313,8 +313,9 @@ def test_explain_builtin_and_protected_namespace(kubectl: Kubectl) -> None:
 def test_typed_kubectl_create_commands_send_protobuf(kubectl: Kubectl, ns: str) -> None:
     """kubectl's typed create commands post application/vnd.kubernetes.protobuf; the server
     decodes the envelope for the kinds they create."""
-    kubectl.run("create", "deployment", "pb", "-n", ns, "--image=nginx:1.25", "--replicas=0",
-                "--port=80")
+    kubectl.run(
+        "create", "deployment", "pb", "-n", ns, "--image=nginx:1.25", "--replicas=0", "--port=80"
+    )
     kubectl.run("create", "configmap", "pbc", "-n", ns, "--from-literal=k=v")
     kubectl.run("run", "pbp", "-n", ns, "--image=busybox", "--env=X=1", "--", "sleep", "1")
     d = kubectl.json("get", "deploy", "pb", "-n", ns)
