@@ -8,7 +8,8 @@ Scale-up is applied at once; scale-down is damped three ways:
   again, so lowering maxReplicas takes effect at once even if older, higher samples remain.
 * seeding: a scaler's first sync (after a restart or leader hand-over) seeds the history with
   the target's current spec.replicas, so a restart never skips the window (the HPA does the
-  same).
+  same), and with the settle guard armed when pods are still terminating from a step taken
+  before the restart.
 * step cap (maxStepReplicas) bounds how many replicas one write removes, and the settle guard
   waits, between the steps of a walk-down, for the fleet to reach its size (ready ==
   spec.replicas, nothing terminating) before the next step.
@@ -70,7 +71,10 @@ class ScaleDownPacer:
         current = target.spec_replicas
         window = float(spec.scale_down.stabilization_window_seconds)
         if history is None:
-            history = History(samples=((now, current),))
+            # Seed as if the current count had just been decided. Pods still terminating mean a
+            # scale-down (perhaps by the previous leader) is in flight, so the settle guard
+            # applies to the next step too; an unready pod alone does not block the first one.
+            history = History(((now, current),), stepping_down=bool(target.terminating_replicas))
         kept = tuple((t, r) for (t, r) in history.samples if now - t < window)
         stepping = history.stepping_down and not is_settled(target)
 

@@ -240,3 +240,15 @@ def test_no_measurement_still_enforces_the_bounds() -> None:
     # a fleet at zero within its bounds (scale-to-zero) is held at zero, not woken
     at_zero = pace(None, spec(min_r=0, max_r=5), view(0), rec(None), T0)
     assert (at_zero.replicas, at_zero.changes) == (0, False)
+
+
+def test_a_restart_mid_walk_down_still_waits_for_terminating_pods() -> None:
+    # the previous leader stepped 10 -> 9 and a pod is still terminating when we take over
+    held = pace(None, spec(step=1), view(9, terminating=1), rec(2), T0)
+    assert (held.replicas, held.held_by) == (9, "settle")
+    assert (
+        pace(
+            held.history_if_written, spec(step=1), view(9, terminating=0), rec(2), T0 + 15
+        ).replicas
+        == 8
+    )
