@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import math
 import os
@@ -24,7 +25,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,12 @@ def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
         with h.scratch() as wd, h.Cluster(wd) as cluster:
             created = h.populate(cluster, s, progress=say)
             extra = {"populate_seconds": round(created, 1), "per_namespace": s.per_namespace}
-            controllers = [("llmscaler", lambda c=cluster, w=wd: h.start_manager(c, w))]
+            controllers: list[tuple[str, Callable[[], h.ControllerRun]]] = [
+                ("llmscaler", functools.partial(h.start_manager, cluster, wd))
+            ]
             if not args.no_peer and n <= args.peer_max:
                 controllers.append(
-                    ("kopf", lambda c=cluster, w=wd, p=s.sync_period: h.start_kopf_peer(c, w, p))
+                    ("kopf", functools.partial(h.start_kopf_peer, cluster, wd, s.sync_period))
                 )
             for name, start in controllers:
                 load = _load()
@@ -463,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     old: dict[str, Any] = {}
     if RESULTS_JSON.exists():
         old = json.loads(RESULTS_JSON.read_text())
-    doc = {
+    doc: dict[str, Any] = {
         "machine": machine(),
         "command": "make bench  # = .venv/bin/python -m bench.run "
         + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -33,7 +33,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.enabled = False
     settings.scanning.disabled = True
     _state["http"] = httpx.AsyncClient(timeout=5.0)
-    kubernetes.config.load_kube_config()
+    kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
     _state["apps"] = kubernetes.client.AppsV1Api()
 
 
@@ -44,7 +44,8 @@ async def close(**_: Any) -> None:
         await http.aclose()
 
 
-@kopf.index("apps", "v1", "deployments")
+# kopf's handler protocols spell out every keyword it passes; handlers take what they need.
+@kopf.index("apps", "v1", "deployments")  # type: ignore[arg-type]
 def deployments(
     namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, **_: Any
 ) -> dict[tuple[str, str], tuple[int, int]]:
@@ -52,7 +53,9 @@ def deployments(
     return {(namespace, name): (spec.get("replicas", 1), status.get("readyReplicas") or 0)}
 
 
-@kopf.timer("autoscaling.modelsphere.dev", "v1alpha1", "llmscalers", interval=SYNC_PERIOD)
+@kopf.timer(  # type: ignore[arg-type]
+    "autoscaling.modelsphere.dev", "v1alpha1", "llmscalers", interval=SYNC_PERIOD
+)
 async def sync(
     spec: kopf.Spec, namespace: str, deployments: kopf.Index[Any, Any], **_: Any
 ) -> None:
