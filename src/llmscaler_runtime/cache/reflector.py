@@ -4,7 +4,11 @@ Behaviour follows client-go's Reflector:
 
 - LIST (paged with ``limit``/``continue``) and hand the full result to ``sink.replace``; then
   WATCH from the list's resourceVersion with bookmarks on and a random server timeout between
-  5 and 10 minutes, so many informers do not reconnect in lockstep.
+  5 and 10 minutes, so many informers do not reconnect in lockstep. The first LIST asks for
+  ``resourceVersion=0`` (served from the API server's watch cache, sparing etcd when many
+  informers start at once); a relist forced by 410 Gone or a too-large resourceVersion asks
+  for ``""``, a consistent read, since the cache was just shown to be behind or ahead.
+  Continuation pages carry no resourceVersion (the token has it; the server refuses both).
 - Every event (and bookmark) advances the last seen resourceVersion; a dropped connection
   resumes the watch from there, so nothing is listed again and nothing is missed.
 - 410 Gone (the resourceVersion was compacted away) forces a fresh LIST; the sink receives it
@@ -135,6 +139,8 @@ class Reflector:
         self._stream: _Stream | None = None
         self._resource_version = ""
         self._need_list = True
+        # client-go's isLastSyncResourceVersionUnavailable: the next LIST must be consistent.
+        self._rv_unavailable = False
         self._log = log.bind(api_version=api_version, kind=kind, namespace=namespace or "")
 
     # -- public -----------------------------------------------------------------------------
@@ -173,6 +179,7 @@ class Reflector:
             except Gone as exc:
                 self._log.info("reflector.relist", reason=exc.reason, message=exc.message)
                 self._need_list = True
+                self._rv_unavailable = True
                 # the first 410 relists at once; repeated ones in a row back off
                 delay = self._backoff.next_delay() if failed_last else 0.0
             except TooManyRequests as exc:
@@ -189,6 +196,7 @@ class Reflector:
                     # the server is behind the resourceVersion we hold (e.g. after failing over
                     # to a lagging replica): only a fresh list gets us a version it knows
                     self._need_list = True
+                    self._rv_unavailable = True
                 delay = self._backoff.next_delay()
                 self._log.warning(
                     "reflector.error",
@@ -208,10 +216,17 @@ class Reflector:
     def _apply_transform(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self._transform(obj) if self._transform is not None else obj
 
+    def _relist_resource_version(self) -> str:
+        """client-go's relistResourceVersion: "" after a 410, else "0" (or the last synced)."""
+        if self._rv_unavailable:
+            return ""
+        return self._resource_version or "0"
+
     def _list_pages(self, limit: int | None) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
         token: str | None = None
         list_rv = ""
+        first_rv = self._relist_resource_version()
         while True:
             page = self._client.list(
                 self.api_version,
@@ -221,6 +236,7 @@ class Reflector:
                 field_selector=self._field_selector,
                 limit=limit,
                 continue_=token,
+                resource_version=None if token else first_rv,
             )
             items.extend(i for i in page.get("items") or () if isinstance(i, dict))
             meta = page.get("metadata") or {}
@@ -256,6 +272,7 @@ class Reflector:
         self._sink.replace(transformed, list_rv)
         self._resource_version = list_rv
         self._need_list = False
+        self._rv_unavailable = False
         self._log.debug("reflector.listed", count=len(transformed), resource_version=list_rv)
 
     def _watch(self) -> None:

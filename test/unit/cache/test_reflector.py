@@ -33,6 +33,8 @@ def test_pages_list_then_watches_from_list_rv() -> None:
     assert names(store) == ["default/a", "default/b", "default/c"]
     lists = [kw for c, kw in api.calls if c == "list"]
     assert [kw["continue_"] for kw in lists] == [None, "tok"]
+    # first LIST from the watch cache; a continuation page carries no resourceVersion
+    assert [kw["resource_version"] for kw in lists] == ["0", None]
     assert all(kw["limit"] == 1 and kw["label_selector"] == "app=x" for kw in lists)
     watch = next(kw for c, kw in api.calls if c == "watch")
     assert watch["resource_version"] == "9" and watch["allow_bookmarks"] is True
@@ -73,6 +75,8 @@ def test_relist_on_410_gone_immediately() -> None:
     assert api.call_kinds()[:4] == ["list", "watch", "list", "watch"]
     assert api.watch_rvs()[:2] == ["5", "30"]
     assert t.sleeps == []  # the first 410 relists at once
+    # the relist after 410 is a consistent read (""), not another watch-cache read ("0")
+    assert [kw["resource_version"] for c, kw in api.calls if c == "list"] == ["0", ""]
     assert names(store) == ["default/a", "default/c"]
 
 
@@ -259,5 +263,6 @@ def test_too_large_resource_version_relists_after_backoff() -> None:
     r.run()
     assert api.call_kinds()[:4] == ["list", "watch", "list", "watch"]
     assert api.watch_rvs()[:2] == ["50", "3"]
+    assert [kw["resource_version"] for c, kw in api.calls if c == "list"] == ["0", ""]
     assert t.sleeps == [0.8]
     assert names(store) == ["default/a", "default/b"]
