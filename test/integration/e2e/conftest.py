@@ -41,6 +41,32 @@ def deployment(name: str, namespace: str, replicas: int, **labels: str) -> dict[
     }
 
 
+def decided_scaler(
+    decisions: Any,
+    name: str,
+    namespace: str,
+    target: str,
+    active: int,
+    *,
+    service_id: str,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A Custom-provider scaler, with the fake decision server answering ``active`` for it."""
+    from llmscaler_runtime.testkit.decision_server import FailureMode
+
+    decisions.set_mode(FailureMode.NONE)
+    decisions.set_decision(service_id, active, namespace=namespace)
+    return scaler(
+        name,
+        namespace,
+        target,
+        decisions.url,
+        metricProvider="Custom",
+        customProvider={"serviceId": service_id, "namespace": namespace},
+        **spec,
+    )
+
+
 def scaler(
     name: str,
     namespace: str,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from llmscaler_runtime.testkit.decision_server import DecisionServer, FailureMode
-from test.integration.e2e.conftest import deployment, scaler
+from llmscaler_runtime.testkit.decision_server import DecisionServer
+from test.integration.e2e.conftest import decided_scaler, deployment
 from test.integration.e2e.harness import ManagerProcess, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,16 +42,14 @@ def test_restart_does_not_undo_scale_down_stabilization(
     ns, app, sid, window = namespace, "restarted", f"restart-{namespace}", 8
     kube.create(deployment(app, ns, 3))
     wait_for(lambda: _ready(kube, ns, app, 3), timeout=30, what="3 ready replicas")
-    decisions.set_mode(FailureMode.NONE)
-    decisions.set_decision(sid, 3, namespace=ns)
     kube.create(
-        scaler(
+        decided_scaler(
+            decisions,
             app,
             ns,
             app,
-            decisions.url,
-            metricProvider="Custom",
-            customProvider={"serviceId": sid, "namespace": ns},
+            3,
+            service_id=sid,
             scale_down={"stabilizationWindowSeconds": window, "behavior": "None"},
         )
     )
@@ -111,16 +109,14 @@ def test_leader_election_one_writer_and_hand_over_on_shutdown(
     ns, app, sid = namespace, "elected", f"elected-{namespace}"
     lease = f"llmscaler-e2e-{namespace}"
     kube.create(deployment(app, ns, 1))
-    decisions.set_mode(FailureMode.NONE)
-    decisions.set_decision(sid, 2, namespace=ns)
     kube.create(
-        scaler(
+        decided_scaler(
+            decisions,
             app,
             ns,
             app,
-            decisions.url,
-            metricProvider="Custom",
-            customProvider={"serviceId": sid, "namespace": ns},
+            2,
+            service_id=sid,
         )
     )
     args = ("--leader-elect", "--leader-election-id", lease, "--leader-election-namespace", ns)

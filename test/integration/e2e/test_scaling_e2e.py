@@ -18,7 +18,7 @@ import pytest
 from llmscaler_runtime.testkit.decision_server import DecisionServer, FailureMode
 from llmscaler_runtime.testkit.prometheus import PrometheusServer
 from llmscaler_runtime.testkit.vllm_exporter import VllmMetricsExporter
-from test.integration.e2e.conftest import LLMSCALER, deployment, scaler
+from test.integration.e2e.conftest import LLMSCALER, decided_scaler, deployment, scaler
 from test.integration.e2e.feeder import PodMetricsFeeder
 from test.integration.e2e.harness import ManagerProcess, wait_for
 
@@ -214,18 +214,16 @@ def test_custom_provider_follows_the_decision_server_and_holds_on_failure(
     """replicas.active is an absolute count; a broken decision server holds the fleet."""
     ns, app = namespace, "decided"
     _deploy(kube, ns, app, 1)
-    decisions.set_mode(FailureMode.NONE)
-    decisions.set_decision("svc-" + ns, 3, namespace=ns)
     kube.create(
-        scaler(
+        decided_scaler(
+            decisions,
             "decided-scaler",
             ns,
             app,
-            decisions.url,
+            3,
+            service_id="svc-" + ns,
             min_replicas=1,
             max_replicas=6,
-            metricProvider="Custom",
-            customProvider={"serviceId": "svc-" + ns, "namespace": ns},
         )
     )
     wait_for(
@@ -406,16 +404,14 @@ def test_missing_target_is_scaled_once_it_appears(
     decisions: DecisionServer,
 ) -> None:
     ns, app = namespace, "late"
-    decisions.set_mode(FailureMode.NONE)
-    decisions.set_decision("late-" + ns, 2, namespace=ns)
     kube.create(
-        scaler(
+        decided_scaler(
+            decisions,
             "late-scaler",
             ns,
             app,
-            decisions.url,
-            metricProvider="Custom",
-            customProvider={"serviceId": "late-" + ns, "namespace": ns},
+            2,
+            service_id="late-" + ns,
         )
     )
     wait_for(
@@ -496,16 +492,14 @@ def test_steady_state_sync_makes_no_api_writes(
     faults = envtest.environment.server.faults
     ns, app = namespace, "steady"
     _deploy(kube, ns, app, 1)
-    decisions.set_mode(FailureMode.NONE)
-    decisions.set_decision("steady-" + ns, 2, namespace=ns)
     kube.create(
-        scaler(
+        decided_scaler(
+            decisions,
             "steady",
             ns,
             app,
-            decisions.url,
-            metricProvider="Custom",
-            customProvider={"serviceId": "steady-" + ns, "namespace": ns},
+            2,
+            service_id="steady-" + ns,
         )
     )
 
