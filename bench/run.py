@@ -345,7 +345,7 @@ def _ratios(records: Sequence[dict[str, Any]]) -> list[tuple[int, dict[str, floa
 
 
 def plot(records: Sequence[dict[str, Any]]) -> list[Path]:
-    """lateness.png and cpu.png against N, one line per controller."""
+    """lateness.png (p50/p99 against N) and cpu.png (ms per reconcile, cores busy)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -354,60 +354,54 @@ def plot(records: Sequence[dict[str, Any]]) -> list[Path]:
     cap = [r for r in records if r.get("scenario") == "capacity" and "error" not in r]
     if not cap:
         return []
-    paths = []
-    for fname, title, series in (
-        (
-            "lateness.png",
-            "Sync lateness (interval - syncPeriodSeconds)",
-            [("lateness_p50", "p50", "o-"), ("lateness_p99", "p99", "s--")],
-        ),
-        (
-            "cpu.png",
-            "Controller CPU",
-            [("cpu_ms_per_reconcile", "ms per reconcile", "o-")],
-        ),
-    ):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for ctl in ("llmscaler", "kopf"):
-            rows = sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
-            if not rows:
-                continue
-            for field, label, style in series:
-                ax.plot(
-                    [r["n"] for r in rows],
-                    [r[field] for r in rows],
-                    style,
-                    label=f"{ctl} {label}",
-                )
-        if fname == "cpu.png":
-            ax2 = ax.twinx()
-            for ctl, style in (("llmscaler", "o:"), ("kopf", "s:")):
-                rows = sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
-                if rows:
-                    ax2.plot(
-                        [r["n"] for r in rows],
-                        [r["cpu_cores"] for r in rows],
-                        style,
-                        alpha=0.6,
-                        label=f"{ctl} cores busy",
-                    )
-            ax2.set_ylabel("cores busy (dotted)")
-            ax2.legend(loc="upper right", fontsize=8)
-            ax.set_ylabel("CPU ms per reconcile")
-        else:
-            ax.set_ylabel("seconds")
-            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-        ax.set_xscale("log")
-        ax.set_xlabel("LLMScalers (N)")
-        ax.set_title(title)
-        ax.legend(loc="upper left", fontsize=8)
-        ax.grid(True, which="both", alpha=0.3)
-        fig.tight_layout()
-        path = BENCH_DIR / fname
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    colors = {"llmscaler": "tab:blue", "kopf": "tab:orange"}
+
+    def rows(ctl: str) -> list[dict[str, Any]]:
+        return sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for ctl, color in colors.items():
+        rs = rows(ctl)
+        if rs:
+            ns = [r["n"] for r in rs]
+            ax.plot(ns, [r["lateness_p50"] for r in rs], "o-", color=color, label=f"{ctl} p50")
+            ax.plot(ns, [r["lateness_p99"] for r in rs], "s--", color=color, label=f"{ctl} p99")
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="target p99 <= 1 s")
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=0.01)
+    ax.set_xlabel("LLMScalers (N)")
+    ax.set_ylabel("seconds (interval - syncPeriodSeconds)")
+    ax.set_title("Sync lateness")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    lateness = BENCH_DIR / "lateness.png"
+    fig.savefig(lateness, dpi=110)
+    plt.close(fig)
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    for ctl, color in colors.items():
+        rs = rows(ctl)
+        if rs:
+            ns = [r["n"] for r in rs]
+            left.plot(ns, [r["cpu_ms_per_reconcile"] for r in rs], "o-", color=color, label=ctl)
+            right.plot(ns, [r["cpu_cores"] for r in rs], "o-", color=color, label=ctl)
+    left.set_title("CPU per reconcile")
+    left.set_ylabel("ms")
+    left.set_ylim(bottom=0)
+    right.set_title("Cores busy (controller process)")
+    right.set_ylabel("CPU seconds per second")
+    right.axhline(1.0, color="grey", lw=0.8, ls=":", label="one core")
+    for a in (left, right):
+        a.set_xscale("log")
+        a.set_xlabel("LLMScalers (N)")
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    cpu = BENCH_DIR / "cpu.png"
+    fig.savefig(cpu, dpi=110)
+    plt.close(fig)
+    return [lateness, cpu]
 
 
 def write_markdown(doc: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bench.micro.conftest import make_object
+from bench.micro.objects import make_object
 from llmscaler_runtime.cache import Reflector, Store
 from llmscaler_runtime.cache.transform import strip_managed_fields
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.micro.conftest import make_object
+from bench.micro.objects import make_object
 from llmscaler_runtime.cache import NAMESPACE_INDEX, Store
 
 OBJECTS = 10_000

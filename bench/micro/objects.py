@@ -1,4 +1,4 @@
-"""Shared fixtures of the micro-benchmarks (run with ``pytest bench/micro``)."""
+"""Objects shaped like what the API server sends, for the micro-benchmarks."""
 
 from __future__ import annotations
 
