@@ -106,6 +106,9 @@ def _parse_string(text: str) -> LabelSelector:
         if not clause:
             raise ValueError(f"label selector {text!r}: empty clause")
         if m := _SET_RE.match(clause):
+            if not m.group(3).strip():
+                # as the API server: "values set can't be empty" ("in (x,)" is {x, ""}, fine)
+                raise ValueError(f"label selector {text!r}: empty value set in {clause!r}")
             values = [v.strip() for v in m.group(3).split(",")]
             for v in values:
                 if not _VALUE_RE.match(v):

@@ -29,6 +29,8 @@ CASES: list[tuple[str | dict[str, Any], bool]] = [
     ("!app", False),
     ("app=llm, tier in (gpu,cpu), !missing", True),
     ("app=llm,env=dev", False),
+    ("tier in (gpu,)", True),  # a trailing comma adds the empty value, as in Kubernetes
+    ("missing in (x,)", False),
     ({}, True),
     ({"matchLabels": {"app": "llm"}}, True),
     ({"matchLabels": {"app": "llm", "env": "dev"}}, False),
@@ -58,6 +60,8 @@ def test_no_labels_match_only_negative_clauses() -> None:
         "app > 3",
         "=x",
         "app in (a b)",
+        "app in ()",
+        "app notin ( )",
         {"matchLabels": {"a": 1}},
         {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
         {"matchExpressions": [{"key": "a", "operator": "In"}]},
