@@ -386,10 +386,13 @@ def _scrape_reconciles(url: str) -> float | None:
     return total
 
 
-def start_manager(cluster: Cluster, workdir: Path, extra: Sequence[str] = ()) -> ControllerRun:
-    """``python -m llmscaler_manager`` with its defaults, probes and metrics on free ports."""
+def start_manager(
+    cluster: Cluster, workdir: Path, extra: Sequence[str] = (), name: str = "llmscaler"
+) -> ControllerRun:
+    """``python -m llmscaler_manager`` with its defaults (plus ``extra`` flags), probes and
+    metrics on free ports; ``name`` labels the figures."""
     probe, metrics = _free_port(), _free_port()
-    log_path = workdir / "manager.log"
+    log_path = workdir / f"{name}.log"
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
         [
@@ -410,7 +413,7 @@ def start_manager(cluster: Cluster, workdir: Path, extra: Sequence[str] = ()) ->
     )
     log.close()
     return ControllerRun(
-        "llmscaler",
+        name,
         proc,
         lambda: _probe(f"http://127.0.0.1:{probe}/readyz"),
         lambda: _scrape_reconciles(f"http://127.0.0.1:{metrics}/metrics"),

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         assert cache.wait_for_cache_sync(60), "informer cache did not sync"
         devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the whole run
         http = MetricHttpClient(HttpOptions())
-        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=default_steps(http))  # type: ignore[arg-type]
+        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=default_steps(http))
         requests = [Request(s.namespace(i), s.name(i)) for i in range(s.n)]
         configure_logging("info", "json", stream=devnull)
         for r in requests:  # first syncs: status writes

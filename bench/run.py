@@ -36,6 +36,11 @@ from bench import harness as h
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results.json"
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
+CONTROLLERS = ("llmscaler", "kopf", "llmscaler-lean")
+# The manager with one worker thread and warning-level logs: isolates what GIL contention
+# between workers and per-sync info logging cost (see RESULTS.md).
+LEAN = "llmscaler-lean"
+LEAN_FLAGS = ("--max-concurrent-reconciles", "1", "--log-level", "warning")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
@@ -111,6 +116,15 @@ def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
                 controllers.append(
                     ("kopf", functools.partial(h.start_kopf_peer, cluster, wd, s.sync_period))
                 )
+            if args.lean:
+                controllers.append(
+                    (
+                        LEAN,
+                        functools.partial(h.start_manager, cluster, wd, LEAN_FLAGS, LEAN),
+                    )
+                )
+            if args.only:
+                controllers = [c for c in controllers if c[0] in args.only]
             for name, start in controllers:
                 load = _load()
                 try:
@@ -303,7 +317,7 @@ def render(doc: dict[str, Any]) -> str:
 
 def _sizes_run(records: Sequence[dict[str, Any]]) -> str:
     parts = []
-    for ctl in ("llmscaler", "kopf"):
+    for ctl in CONTROLLERS:
         ns = sorted({r["n"] for r in records if r.get("controller") == ctl and "error" not in r})
         if ns:
             parts.append(f"{ctl}: " + ", ".join(f"{n:,}" for n in ns))
@@ -354,7 +368,7 @@ def plot(records: Sequence[dict[str, Any]]) -> list[Path]:
     cap = [r for r in records if r.get("scenario") == "capacity" and "error" not in r]
     if not cap:
         return []
-    colors = {"llmscaler": "tab:blue", "kopf": "tab:orange"}
+    colors = {"llmscaler": "tab:blue", "kopf": "tab:orange", LEAN: "tab:green"}
 
     def rows(ctl: str) -> list[dict[str, Any]]:
         return sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
@@ -424,6 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-namespace", type=int, default=100, help="scalers per namespace")
     p.add_argument("--reaction-sample", type=int, default=100, help="scalers stepped per size")
     p.add_argument("--no-peer", action="store_true", help="skip the kopf peer")
+    p.add_argument(
+        "--lean",
+        action="store_true",
+        help=f"also run the manager with {' '.join(LEAN_FLAGS)} ({LEAN})",
+    )
+    p.add_argument(
+        "--only",
+        type=lambda t: set(t.split(",")),
+        default=None,
+        metavar="NAMES",
+        help=f"run only these controllers (of {', '.join(CONTROLLERS)})",
+    )
     p.add_argument("--peer-max", type=int, default=10**9, help="largest N the peer runs at")
     p.add_argument(
         "--coalesce",
