@@ -549,6 +549,8 @@ class Measured:
     lateness_p99: float
     lateness_max: float
     lateness_samples: int
+    lateness_p90: float
+    lateness_over_1s: float  # fraction of intervals more than 1 s late
     peak_rss_mib: float
     api_requests: dict[str, int]
     api_per_reconcile: dict[str, float]
@@ -646,6 +648,8 @@ def run_controller(
             lateness_p99=percentile(late, 99),
             lateness_max=max(late) if late else math.nan,
             lateness_samples=len(late),
+            lateness_p90=percentile(late, 90),
+            lateness_over_1s=sum(1 for x in late if x > 1.0) / len(late) if late else math.nan,
             peak_rss_mib=peak / 2**20,
             api_requests=api_req,
             api_per_reconcile={k: v / denom for k, v in api_req.items()},

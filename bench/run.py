@@ -135,6 +135,7 @@ def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
                         periods=args.periods,
                         reaction_sample=min(args.reaction_sample, n),
                         progress=say,
+                        warmup_timeout=args.warmup_timeout,
                     )
                 except (TimeoutError, RuntimeError) as exc:
                     say(f"  {name} at N={n} failed: {exc}")
@@ -436,6 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-period", type=int, default=15)
     p.add_argument("--periods", type=int, default=3, help="measured periods after warm-up")
     p.add_argument("--per-namespace", type=int, default=100, help="scalers per namespace")
+    p.add_argument(
+        "--warmup-timeout",
+        type=float,
+        default=None,
+        help="seconds a controller may take to evaluate every scaler once (default max(120, N/20))",
+    )
     p.add_argument("--reaction-sample", type=int, default=100, help="scalers stepped per size")
     p.add_argument("--no-peer", action="store_true", help="skip the kopf peer")
     p.add_argument(
