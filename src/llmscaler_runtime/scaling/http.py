@@ -6,8 +6,10 @@ time (connect and total timeouts, enforced while the body streams in) and in siz
 body, so a misconfigured endpoint cannot exhaust memory); transient failures are retried a few
 times, but only while the retries still fit in the caller's budget (the sync period), so a dead
 source never makes a sync overrun its own schedule. Identical requests (same URL, query and
-headers) made within a short TTL are coalesced: the first caller fetches, concurrent and later
-callers share its answer, so the load on Prometheus grows with unique queries, not with scalers.
+headers) are coalesced: the first caller fetches, concurrent callers wait for its answer, and
+later callers reuse it while it is younger than their ``max_age``. The scalers' syncs are aligned
+to a grid of their sync period (see ``scaling.schedule``), so every scaler sharing a query asks
+for it in the same tick and the load on Prometheus grows with unique queries, not with scalers.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping
 import attrs
 import httpx
 import tenacity
-from cachetools import TTLCache
+from cachetools import LRUCache
 
 __all__ = [
     "BadRequestError",
@@ -41,7 +43,8 @@ class HttpOptions:
 
     ``timeout`` bounds one attempt from connect to the last body byte; ``max_attempts``
     bounds retries, which additionally stop when another attempt would overrun the budget.
-    ``coalesce_ttl`` is how long an answer is shared between identical requests (0 disables).
+    ``coalesce_ttl`` is how long an answer is shared between identical requests when the caller
+    names no ``max_age`` of its own (0 disables sharing for such callers).
     """
 
     connect_timeout: float = attrs.field(default=2.0, validator=attrs.validators.gt(0))
@@ -132,10 +135,9 @@ class MetricHttpClient:
             ),
         )
         self._lock = threading.Lock()
-        self._cache: TTLCache[_Key, HttpResponse | FetchError] | None = (
-            TTLCache(maxsize=4096, ttl=self.options.coalesce_ttl, timer=clock)
-            if self.options.coalesce_ttl > 0
-            else None
+        # key -> (fetched at, answer); an entry is reused while younger than the caller's max_age
+        self._cache: LRUCache[_Key, tuple[float, HttpResponse | FetchError]] = LRUCache(
+            maxsize=4096
         )
         self._inflight: dict[_Key, _Flight] = {}
         self.requests_sent = 0  # attempts that reached the network layer; for tests and metrics
@@ -151,18 +153,23 @@ class MetricHttpClient:
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         budget: float | None = None,
+        max_age: float | None = None,
     ) -> HttpResponse:
         """GET ``url``; return the response (any status) or raise FetchError.
 
-        ``budget`` is the time the caller can spend in total, retries included.
+        ``budget`` is the time the caller can spend in total, retries included. ``max_age`` is
+        how old a coalesced answer to the same request may be (default ``coalesce_ttl``; 0
+        always fetches, though concurrent identical calls still share one request).
         """
         params = dict(params or {})
         headers = dict(headers or {})
-        if self._cache is None:
+        age = self.options.coalesce_ttl if max_age is None else max_age
+        if age <= 0:
             return self._fetch(url, params, headers, budget)
         key: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
+        asked_at = self._clock()
         with self._lock:
-            hit = self._cache.get(key)
+            hit = self._fresh(key, asked_at, age)
             if hit is None:
                 flight = self._inflight.setdefault(key, _Flight())
                 flight.waiters += 1
@@ -170,21 +177,30 @@ class MetricHttpClient:
             return _unwrap(hit)
         try:
             with flight.lock:
+                # Whoever held the lock before us may have fetched after we asked: share it.
                 with self._lock:
-                    hit = self._cache.get(key)
+                    hit = self._fresh(key, asked_at, age)
                 if hit is None:
+                    fetched_at = self._clock()
                     try:
                         hit = self._fetch(url, params, headers, budget)
                     except FetchError as exc:
                         hit = exc
                     with self._lock:
-                        self._cache[key] = hit
+                        self._cache[key] = (fetched_at, hit)
         finally:
             with self._lock:
                 flight.waiters -= 1
                 if flight.waiters == 0:
                     self._inflight.pop(key, None)
         return _unwrap(hit)
+
+    def _fresh(self, key: _Key, asked_at: float, age: float) -> HttpResponse | FetchError | None:
+        """The cached answer if it was fetched no earlier than ``age`` before ``asked_at``."""
+        entry = self._cache.get(key)
+        if entry is None or entry[0] < asked_at - age:
+            return None
+        return entry[1]
 
     def _fetch(
         self, url: str, params: dict[str, str], headers: dict[str, str], budget: float | None

@@ -5,10 +5,11 @@ Order of a sync (each step is a small class from this package, bundled in :class
     scaler from cache ─ parse ─ one-writer check ─ target lookup ─ rollout guard
       ─ metric fetch ─ recommendation ─ pacing ─ victim selection ─ write ─ status
 
-Every sync ends in ``Result(requeue_after=...)``: the sync period when it worked (periodic
-evaluation is what drives scaling), the retry period when anything failed. Errors are caught
-here on purpose: handed to the controller they would land in the workqueue's exponential
-backoff, which can grow to many minutes and silently stop a scaler from reacting.
+Every sync ends in ``Result(requeue_after=...)``: the next tick of the sync-period grid when it
+worked (periodic evaluation is what drives scaling; the grid is shared by all scalers so that
+identical queries coalesce, see ``scaling.schedule``), the retry period when anything failed.
+Errors are caught here on purpose: handed to the controller they would land in the workqueue's
+exponential backoff, which can grow to many minutes and silently stop a scaler from reacting.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from llmscaler_runtime.scaling.providers.base import (
 from llmscaler_runtime.scaling.providers.decision import DecisionProvider
 from llmscaler_runtime.scaling.providers.prometheus import PrometheusProvider
 from llmscaler_runtime.scaling.recommend import HpaRecommender, Recommender
+from llmscaler_runtime.scaling.schedule import next_sync_delay
 from llmscaler_runtime.scaling.status import (
     ABLE_TO_SCALE,
     PREEMPTION,
@@ -237,6 +239,7 @@ class LLMScalerReconciler:
         field_manager: str = FIELD_MANAGER,
         leader_check: Callable[[], bool] | None = None,
         history: HistoryStore | None = None,
+        align_syncs: bool = True,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -247,10 +250,18 @@ class LLMScalerReconciler:
         self.clock: Clock = clock or SystemClock()
         self.leader_check = leader_check
         self.history = history or HistoryStore()
+        self.align_syncs = align_syncs
         self._uids: dict[str, str] = {}
         self._uids_lock = threading.Lock()
 
     # -- entry point ---------------------------------------------------------------------
+
+    def _next_sync(self, period: int) -> float:
+        """Delay to the next evaluation: the next tick of the period grid, or a plain period
+        when alignment is off (``align_syncs=False``)."""
+        if not self.align_syncs:
+            return float(period)
+        return next_sync_delay(self.clock.now(), float(period))
 
     def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
@@ -295,7 +306,7 @@ class LLMScalerReconciler:
     def _sync(self, obj: dict[str, Any], scaler: LLMScaler) -> Result:
         spec = scaler.spec
         retry = Result(requeue_after=float(spec.retry_period_seconds))
-        ok = Result(requeue_after=float(spec.sync_period_seconds))
+        ok = Result(requeue_after=self._next_sync(spec.sync_period_seconds))
 
         # 1. may this scaler write its target, and can the target be read?
         try:

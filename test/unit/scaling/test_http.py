@@ -253,3 +253,28 @@ def test_an_oversized_body_is_not_retried(server: ScriptedServer, declared: bool
     with pytest.raises(FetchError, match="limit"):
         client(max_attempts=3, max_response_bytes=1000).get(server.url + "/big")
     assert server.hits() == 1
+
+
+def test_caller_max_age_overrides_the_default_ttl(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    now = [0.0]
+    http = MetricHttpClient(
+        HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=lambda: now[0]
+    )
+    http.get(server.url + "/q", max_age=7.5)
+    now[0] = 7.0  # older than the default TTL, younger than this caller's max_age
+    http.get(server.url + "/q", max_age=7.5)
+    assert server.hits() == 1
+    http.get(server.url + "/q", max_age=2.0)  # a caller with a shorter period fetches afresh
+    assert server.hits() == 2
+    now[0] = 7.4
+    http.get(server.url + "/q", max_age=0.5)  # the fresh answer serves it
+    assert server.hits() == 2
+
+
+def test_max_age_zero_always_fetches(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    http = client(coalesce_ttl=5.0)
+    http.get(server.url + "/q", max_age=0)
+    http.get(server.url + "/q", max_age=0)
+    assert server.hits() == 2

@@ -745,3 +745,54 @@ def test_a_repeated_failure_repeats_the_same_event_so_the_recorder_can_fold_it(
     (type_, reason, message) = recorder.events[0]
     assert (type_, reason) == ("Warning", "FailedGetMetrics")
     assert '{pod="a"}' in message and '{pod="b"}' in message
+
+
+def test_successful_sync_requeues_to_the_next_tick_of_the_period_grid(w: World) -> None:
+    """Aligned ticks are what let identical queries from many scalers coalesce."""
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(1.0)
+    w.clock.t = 1_800_000_004.0  # 4 s past a tick of the 15 s grid
+    assert w.sync() == Result(requeue_after=11.0)
+    unaligned = w.new_reconciler(align_syncs=False)
+    assert unaligned.reconcile(Request("ns", "s")) == Result(requeue_after=15.0)
+
+
+def test_failed_sync_still_uses_the_plain_retry_period(w: World) -> None:
+    w.cluster.put(scaler_obj())
+    w.clock.t = 1_800_000_004.0
+    assert w.sync() == RETRY  # target missing
+
+
+def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> None:
+    """20 scalers evaluated over several seconds of one tick send Prometheus one query; the
+    next tick fetches afresh."""
+    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+    from llmscaler_runtime.scaling.reconciler import default_steps
+
+    from .httpserver import prom_vector
+
+    server.respond = lambda _r: prom_vector(({}, "2"))
+    cluster = FakeCluster()
+    now = [0.0]
+    http = MetricHttpClient(HttpOptions(timeout=1), clock=lambda: now[0])
+    reconciler = LLMScalerReconciler(
+        FakeClient(cluster),
+        FakeCache(cluster),
+        FakeRecorder(),
+        steps=default_steps(http),
+        clock=FakeClock(),
+    )
+    for i in range(20):
+        obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
+        obj["spec"]["serverAddress"] = server.url
+        cluster.put(obj)
+        cluster.put(deployment(f"web{i}", replicas=2))
+    for i in range(20):
+        now[0] = i * 0.3  # a 6 s burst: far beyond the default 1 s TTL, within half a period
+        reconciler.reconcile(Request("ns", f"s{i}"))
+    assert server.hits() == 1
+    now[0] = 15.0
+    for i in range(20):
+        reconciler.reconcile(Request("ns", f"s{i}"))
+    assert server.hits() == 2

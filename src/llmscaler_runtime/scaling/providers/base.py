@@ -14,10 +14,20 @@ from typing import Protocol
 
 import attrs
 
-from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
 from llmscaler_runtime.scaling.types import Measurement
 
-__all__ = ["CostSource", "MetricError", "MetricFetcher", "ProviderFetcher"]
+__all__ = ["CostSource", "MetricError", "MetricFetcher", "ProviderFetcher", "coalesce_age"]
+
+
+def coalesce_age(spec: LLMScalerSpec) -> float:
+    """How old an answer shared between scalers may be: half the sync period.
+
+    Syncs run on a grid of the sync period (``scaling.schedule``), so scalers sharing a query
+    ask in the same tick: the first one fetches and the rest of that tick's burst reuses the
+    answer, while the next tick always fetches afresh (the answer is then a full period old).
+    """
+    return spec.sync_period_seconds / 2
 
 
 class MetricError(Exception):

@@ -19,7 +19,7 @@ import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
 from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
-from llmscaler_runtime.scaling.providers.base import MetricError
+from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_age
 from llmscaler_runtime.scaling.types import INT32_MAX, Measurement
 
 __all__ = ["DECISION_API_VERSION", "DecisionProvider", "parse_decision"]
@@ -130,6 +130,7 @@ class DecisionProvider:
                 params={"serviceId": custom.service_id},
                 headers=spec.server_headers,
                 budget=budget,
+                max_age=coalesce_age(spec),
             )
             active = parse_decision(
                 resp.status,

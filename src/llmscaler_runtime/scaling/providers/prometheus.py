@@ -18,7 +18,7 @@ import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, SpecError
 from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
-from llmscaler_runtime.scaling.providers.base import MetricError
+from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_age
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
 from llmscaler_runtime.scaling.victims import cost_from_value
 
@@ -105,19 +105,31 @@ class PrometheusProvider:
     http: MetricHttpClient
 
     def query(
-        self, server_address: str, query: str, headers: Mapping[str, str], budget: float
+        self,
+        server_address: str,
+        query: str,
+        headers: Mapping[str, str],
+        budget: float,
+        max_age: float | None = None,
     ) -> list[Sample]:
-        """Run one instant query; raise MetricError naming the server on any failure."""
+        """Run one instant query; raise MetricError naming the server on any failure.
+
+        ``max_age`` bounds how old an answer shared with other scalers may be.
+        """
         url = query_url(server_address)
         try:
-            resp = self.http.get(url, params={"query": query}, headers=headers, budget=budget)
+            resp = self.http.get(
+                url, params={"query": query}, headers=headers, budget=budget, max_age=max_age
+            )
         except FetchError as exc:
             raise MetricError(f"cannot query {url}: {exc}") from exc
         return parse_query_response(resp.status, resp.content_type, resp.body)
 
     def _single_value(self, scaler: LLMScaler, query: str, budget: float) -> float:
         spec = scaler.spec
-        samples = self.query(spec.server_address, query, spec.server_headers, budget)
+        samples = self.query(
+            spec.server_address, query, spec.server_headers, budget, coalesce_age(spec)
+        )
         if not samples:
             raise MetricError("the query returned no series (empty vector)")
         if len(samples) > 1:
@@ -160,7 +172,9 @@ class PrometheusProvider:
         query = spec.scale_down.deletion_cost_query
         if not query:
             raise MetricError("no deletionCostQuery is set")
-        samples = self.query(spec.server_address, query, spec.server_headers, budget)
+        samples = self.query(
+            spec.server_address, query, spec.server_headers, budget, coalesce_age(spec)
+        )
         costs: dict[str, int] = {}
         for sample in samples:
             pod = sample.labels.get("pod")

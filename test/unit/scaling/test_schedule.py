@@ -1,0 +1,29 @@
+"""Syncs run on a wall-clock grid of the sync period, so identical queries meet in one tick."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmscaler_runtime.scaling.schedule import next_sync_delay, sync_tick
+
+
+def test_delay_reaches_the_next_multiple_of_the_period() -> None:
+    assert next_sync_delay(1_000.0, 15.0) == pytest.approx(5.0)  # 1000 = 66*15 + 10
+    assert next_sync_delay(1_005.0, 15.0) == pytest.approx(15.0)  # exactly on a tick
+
+
+def test_scalers_synced_at_different_times_meet_on_the_same_tick() -> None:
+    ticks = {t + next_sync_delay(t, 15.0) for t in (1_005.5, 1_009.0, 1_013.9)}
+    assert ticks == {1_020.0}
+
+
+def test_a_sync_just_before_a_tick_is_not_rerun_a_moment_later() -> None:
+    # a timer that fires a hair early must not cause two evaluations in one tick
+    assert next_sync_delay(1_019.99, 15.0) == pytest.approx(15.01)
+
+
+def test_tick_index_and_bad_period() -> None:
+    assert sync_tick(1_019.99, 15.0) == 67
+    assert sync_tick(1_020.0, 15.0) == 68
+    with pytest.raises(ValueError):
+        next_sync_delay(0.0, 0.0)
