@@ -244,7 +244,8 @@ def render(doc: dict[str, Any]) -> str:
         f"Machine: {m['nproc']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, "
         f"Python {m['python']}, kopf {m['kopf']}, {m['platform']}.",
         "",
-        f"Reproduce: `{doc['command']}`",
+        "Reproduce (each command merges its records into results.json): "
+        + "; ".join(f"`{c}`" for c in doc["commands"]),
         "",
         "### Capacity (syncPeriodSeconds as listed; window = whole periods after warm-up)",
         "",
@@ -493,10 +494,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     old: dict[str, Any] = {}
     if RESULTS_JSON.exists():
         old = json.loads(RESULTS_JSON.read_text())
+    flags = " ".join(argv if argv is not None else sys.argv[1:])
+    command = f"make bench BENCH_ARGS='{flags}'" if flags else "make bench"
+    # results merge across invocations, so every command that contributed is kept
+    commands = [c for c in old.get("commands", []) if c != command] + [command]
     doc: dict[str, Any] = {
         "machine": machine(),
-        "command": "make bench  # = .venv/bin/python -m bench.run "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commands": commands,
         "records": merge(old.get("records", []), records),
         "micro": {**old.get("micro", {}), **micro},
     }
