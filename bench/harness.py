@@ -51,7 +51,7 @@ from typing import Any
 import attrs
 import psutil
 
-from llmscaler_runtime.kube import Client, NotFound, load_config
+from llmscaler_runtime.kube import Client, load_config
 
 __all__ = [
     "BENCH_USER_AGENT",
@@ -732,9 +732,3 @@ def scratch(prefix: str = "llmscaler-bench-") -> Iterator[Path]:
     """A temporary working directory for process logs and kubeconfigs."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         yield Path(tmp)
-
-
-def delete_namespace_objects(cluster: Cluster, namespace: str) -> None:
-    """Best-effort cleanup helper for interactive use."""
-    with contextlib.suppress(NotFound):
-        cluster.client.delete("v1", "Namespace", namespace)
