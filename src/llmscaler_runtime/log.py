@@ -59,6 +59,9 @@ def _shared_processors() -> list[Any]:
     ]
 
 
+_CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3")
+
+
 def configure_logging(
     level: str = "info", fmt: LogFormat = "json", *, stream: IO[str] | None = None
 ) -> None:
@@ -112,6 +115,12 @@ def configure_logging(
             existing.close()  # StreamHandler.close flushes; it never closes the stream itself
     root.addHandler(handler)
     root.setLevel(lvl)
+    # httpx logs every request at info ("HTTP Request: GET ..."): one line per metric fetch,
+    # which at thousands of scalers costs real CPU and buries the decisions. Our own lines
+    # already name the source on failure; show the transport's chatter only at debug.
+    quiet = logging.DEBUG if lvl <= logging.DEBUG else logging.WARNING
+    for name in _CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(quiet)
 
 
 def get_logger(name: str | None = None, **initial: Any) -> structlog.stdlib.BoundLogger:

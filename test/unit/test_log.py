@@ -122,3 +122,16 @@ def test_console_format_is_human_readable() -> None:
 def test_bad_configuration_is_rejected(level: str, fmt: str) -> None:
     with pytest.raises(ValueError):
         configure_logging(level, fmt)  # type: ignore[arg-type]
+
+
+def test_http_libraries_log_requests_only_at_debug() -> None:
+    """httpx's per-request info line would be one log line per metric fetch per scaler."""
+    import logging
+
+    from llmscaler_runtime.log import configure_logging
+
+    configure_logging("info", "json", stream=io.StringIO())
+    assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
+    configure_logging("debug", "json", stream=io.StringIO())
+    assert logging.getLogger("httpx").getEffectiveLevel() == logging.DEBUG
+    configure_logging("info", "json", stream=io.StringIO())
