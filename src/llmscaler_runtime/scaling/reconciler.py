@@ -33,7 +33,12 @@ from llmscaler_runtime.api.v1alpha1 import (
 from llmscaler_runtime.controller.types import Request, Result
 from llmscaler_runtime.kube.errors import ApiError, NotFound
 from llmscaler_runtime.log import get_logger
-from llmscaler_runtime.scaling.conflicts import ConflictResolver, OldestScalerWins
+from llmscaler_runtime.scaling.conflicts import (
+    TARGET_INDEX,
+    ConflictResolver,
+    OldestScalerWins,
+    target_index,
+)
 from llmscaler_runtime.scaling.guards import DeploymentRolloutGuard, RolloutGuard
 from llmscaler_runtime.scaling.http import MetricHttpClient
 from llmscaler_runtime.scaling.pacing import HistoryStore, Pacer, ScaleDownPacer
@@ -252,9 +257,25 @@ class LLMScalerReconciler:
         self.history = history or HistoryStore()
         self.align_syncs = align_syncs
         self._uids: dict[str, str] = {}
+        # uid -> (resourceVersion, parsed scaler): a scaler is re-parsed only when it changed
+        self._parsed: dict[str, tuple[str, LLMScaler]] = {}
         self._uids_lock = threading.Lock()
 
     # -- entry point ---------------------------------------------------------------------
+
+    def _parse(self, obj: dict[str, Any], uid: str) -> LLMScaler:
+        """The typed scaler, parsed once per resourceVersion (the cache hands out the same
+        object until it changes, so re-validating it every period would be wasted work)."""
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        with self._uids_lock:
+            cached = self._parsed.get(uid)
+        if rv and cached is not None and cached[0] == rv:
+            return cached[1]
+        scaler = LLMScaler.from_dict(obj)
+        if rv:
+            with self._uids_lock:
+                self._parsed[uid] = (rv, scaler)
+        return scaler
 
     def _next_sync(self, period: int) -> float:
         """Delay to the next evaluation: the next tick of the period grid, or a plain period
@@ -271,6 +292,8 @@ class LLMScalerReconciler:
                 uid = self._uids.pop(key, None)
             if uid is not None:
                 self.history.forget(uid)
+                with self._uids_lock:
+                    self._parsed.pop(uid, None)
                 _log.info("scaler deleted; history dropped", scaler=key)
             return Result()
         meta = obj.get("metadata") or {}
@@ -280,13 +303,15 @@ class LLMScalerReconciler:
             self._uids[key] = uid
         if previous is not None and previous != uid:
             self.history.forget(previous)  # deleted and re-created under the same name
+            with self._uids_lock:
+                self._parsed.pop(previous, None)
         if meta.get("deletionTimestamp"):
             return Result()
         retry = _retry_period(obj)
         if self.leader_check is not None and not self.leader_check():
             return Result(requeue_after=retry)
         try:
-            scaler = LLMScaler.from_dict(obj)
+            scaler = self._parse(obj, uid)
         except SpecError as exc:
             return self._invalid_spec(obj, exc, retry)
         try:
@@ -413,12 +438,22 @@ class LLMScalerReconciler:
         )
         return None
 
+    def _rivals(self, obj: dict[str, Any], scaler: LLMScaler) -> list[dict[str, Any]]:
+        """Scalers that may share this one's target: from the target index when the cache
+        has it (``setup`` registers it), else every scaler of the namespace."""
+        by_index = getattr(self.cache, "by_index", None)
+        keys = target_index(obj)
+        if by_index is not None and keys:
+            try:
+                return list(by_index(API_VERSION, KIND, TARGET_INDEX, keys[0]))
+            except KeyError:  # a cache wired without the index
+                pass
+        return self.cache.list(API_VERSION, KIND, scaler.namespace)
+
     def _checked_target(self, obj: dict[str, Any], scaler: LLMScaler) -> TargetView:
         """Ownership check and target lookup; raises _SyncFailed with the status to write."""
         ref = scaler.spec.target_ref
-        ownership = self.steps.conflicts.resolve(
-            obj, self.cache.list(API_VERSION, KIND, scaler.namespace)
-        )
+        ownership = self.steps.conflicts.resolve(obj, self._rivals(obj, scaler))
         if not ownership.owner:
             message = (
                 f"LLMScaler {ownership.other!r} is older and already scales {ref.kind} "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps, default_steps
 from llmscaler_runtime.scaling.write import FIELD_MANAGER
@@ -35,6 +36,9 @@ def setup(
 
     if steps is None:
         steps = default_steps(MetricHttpClient(http_options))
+    add_indexers = getattr(manager.cache, "add_indexers", None)
+    if add_indexers is not None:
+        add_indexers(API_VERSION, KIND, {TARGET_INDEX: target_index})
     reconciler = LLMScalerReconciler(
         manager.client,
         manager.cache,

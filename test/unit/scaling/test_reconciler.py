@@ -796,3 +796,69 @@ def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> No
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
+
+
+class _IndexedCache(FakeCache):
+    """A cache with the target index (as ``setup`` registers it), refusing namespace scans."""
+
+    def by_index(self, api_version: str, kind: str, index: str, value: str) -> list[Any]:
+        from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
+
+        assert index == TARGET_INDEX
+        return [o for o in FakeCache.list(self, api_version, kind) if target_index(o) == [value]]
+
+    def list(self, api_version: str, kind: str, *args: Any, **kwargs: Any) -> list[Any]:
+        assert kind != KIND, "the one-writer check scanned the namespace instead of the index"
+        return FakeCache.list(self, api_version, kind, *args, **kwargs)
+
+
+def test_one_writer_check_reads_the_target_index_not_the_namespace(w: World) -> None:
+    w.reconciler = LLMScalerReconciler(
+        FakeClient(w.cluster),
+        _IndexedCache(w.cluster),
+        w.recorder,
+        steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
+        clock=w.clock,
+    )
+    w.cluster.put(scaler_obj("young", created="2026-02-01T00:00:00Z"))
+    w.cluster.put(scaler_obj("old", created="2026-01-01T00:00:00Z"))
+    w.cluster.put(scaler_obj("other", target=("apps/v1", "Deployment", "api")))
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    assert w.sync("young") == RETRY
+    assert "'old'" in w.condition("ScalingActive", "young")["message"]
+    assert w.sync("old") == SYNC
+
+
+def test_target_index_key_names_namespace_group_kind_and_name() -> None:
+    from llmscaler_runtime.scaling.conflicts import target_index
+
+    obj = scaler_obj("s", target=("apps/v1", "Deployment", "web"))
+    assert target_index(obj) == ["ns/apps/Deployment/web"]
+    assert target_index({"metadata": {"namespace": "ns"}, "spec": {}}) == []
+
+
+def test_scaler_is_parsed_once_per_resource_version(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llmscaler_runtime.scaling import reconciler as module
+
+    parsed: list[str] = []
+    real = module.LLMScaler.from_dict
+
+    def counting(obj: dict[str, Any]) -> Any:
+        parsed.append(obj["metadata"]["resourceVersion"])
+        return real(obj)
+
+    monkeypatch.setattr(module.LLMScaler, "from_dict", staticmethod(counting))
+    obj = scaler_obj()
+    obj["metadata"]["resourceVersion"] = "7"
+    w.cluster.put(obj)
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    w.sync()
+    assert parsed == ["7"]
+    w.scaler()["metadata"]["resourceVersion"] = "8"  # the object changed
+    w.sync()
+    assert parsed == ["7", "8"]
