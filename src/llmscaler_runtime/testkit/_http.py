@@ -34,7 +34,29 @@ class _QuietHandler(BaseHTTPRequestHandler):
         return
 
 
-class LocalHTTPServer:
+class Service:
+    """Start on ``with`` entry, stop on exit: the lifecycle every test-kit server shares."""
+
+    def start(self) -> None:
+        """Subclasses start their server and threads here."""
+
+    def stop(self) -> None:
+        """Subclasses stop what ``start`` started; must be safe to call twice."""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class LocalHTTPServer(Service):
     """Serves one callback on 127.0.0.1 from a daemon thread; restartable on the same port.
 
     ``port=0`` picks a free port at the first start; a later :meth:`start` after :meth:`stop`
@@ -86,18 +108,6 @@ class LocalHTTPServer:
         if thread is not None:
             thread.join(timeout=5)
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
 
 def send(
     request: BaseHTTPRequestHandler,
@@ -122,3 +132,19 @@ def read_body(request: BaseHTTPRequestHandler, limit: int = 1 << 20) -> bytes:
     """Reads the request body up to ``limit`` bytes (the fakes never need more)."""
     length = int(request.headers.get("Content-Length") or 0)
     return request.rfile.read(min(length, limit)) if length > 0 else b""
+
+
+class LoopbackService(Service):
+    """A test-kit fake whose HTTP side is one :class:`LocalHTTPServer` in ``self._server``."""
+
+    _server: LocalHTTPServer
+
+    def start(self) -> None:
+        self._server.start()
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def port(self) -> int:
+        return self._server.port

@@ -15,13 +15,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from llmscaler_runtime.testkit._http import LocalHTTPServer, send
+from llmscaler_runtime.testkit._http import LocalHTTPServer, LoopbackService, send
 
 API_VERSION = "llmscaling.inference.x-k8s.io/v1alpha1"
 DEFAULT_PATH = "/decisions"
@@ -56,7 +55,7 @@ class RecordedRequest:
         return values[0] if values else None
 
 
-class DecisionServer:
+class DecisionServer(LoopbackService):
     """Serves settable decisions on ``http://127.0.0.1:<port>``; see the module docstring.
 
     By default only the decisions whose ``serviceId`` equals the requested one are returned, as a
@@ -78,27 +77,6 @@ class DecisionServer:
         self._server = LocalHTTPServer(self._handle, port=port, name="decision-server")
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self) -> None:
-        self._server.start()
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        return self._server.port
 
     @property
     def url(self) -> str:

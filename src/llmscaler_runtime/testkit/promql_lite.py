@@ -30,13 +30,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from llmscaler_runtime.testkit._http import LocalHTTPServer, read_body, send
+from llmscaler_runtime.testkit._http import LocalHTTPServer, LoopbackService, read_body, send
 from llmscaler_runtime.testkit.vllm_exporter import Sample
 
 AGGREGATIONS = ("avg", "sum", "max", "min", "count")
@@ -439,7 +438,7 @@ def to_api_data(value: Value, timestamp: float) -> dict[str, Any]:
     return {"resultType": "vector", "result": result}
 
 
-class PromqlLiteServer:
+class PromqlLiteServer(LoopbackService):
     """Serves :class:`Evaluator` over HTTP on ``127.0.0.1`` with a background sampler thread.
 
     ``PromqlLiteServer(exporter.samples)`` is the demo's stand-in for a Prometheus scraping the
@@ -469,7 +468,7 @@ class PromqlLiteServer:
         return f"http://127.0.0.1:{self._server.port}"
 
     def start(self) -> None:
-        self._server.start()
+        super().start()
         if self._sampler is None:
             self._stop.clear()
             self.evaluator.record()
@@ -482,19 +481,7 @@ class PromqlLiteServer:
         if self._sampler is not None:
             self._sampler.join(timeout=5)
             self._sampler = None
-        self._server.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        super().stop()
 
     def _sample(self) -> None:
         while not self._stop.wait(self._interval):

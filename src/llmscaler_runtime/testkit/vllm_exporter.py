@@ -13,12 +13,11 @@ import math
 import threading
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import attrs
 
-from llmscaler_runtime.testkit._http import LocalHTTPServer, send
+from llmscaler_runtime.testkit._http import LocalHTTPServer, LoopbackService, send
 
 KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
 NUM_REQUESTS_WAITING = "vllm:num_requests_waiting"
@@ -106,7 +105,7 @@ def _check_value(field: str, value: float) -> float:
     return float(value)
 
 
-class VllmMetricsExporter:
+class VllmMetricsExporter(LoopbackService):
     """Thread-safe, settable vLLM metrics for any number of pods on ``http://127.0.0.1:<port>``.
 
     ``set_pod`` replaces a pod's values atomically, so a scrape never sees half an update.
@@ -122,27 +121,6 @@ class VllmMetricsExporter:
         self._server = LocalHTTPServer(self._handle, port=port, name="vllm-exporter")
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self) -> None:
-        self._server.start()
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        return self._server.port
 
     @property
     def target(self) -> str:
