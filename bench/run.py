@@ -215,6 +215,17 @@ def _one_line(r: dict[str, Any]) -> str:
     )
 
 
+def _no_nan(value: Any) -> Any:
+    """NaN (a figure that does not exist, e.g. lateness with shared queries) as JSON null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return value
+
+
 def merge(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """New records replace old ones of the same (scenario, controller, N)."""
 
@@ -340,8 +351,10 @@ def _ratios(records: Sequence[dict[str, Any]]) -> list[tuple[int, dict[str, floa
         if o is None:
             continue
 
-        def ratio(a: float, b: float) -> float:
-            return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+        def ratio(a: float | None, b: float | None) -> float:
+            if a is None or b is None or math.isnan(a) or math.isnan(b) or not b:
+                return math.nan
+            return a / b
 
         out.append(
             (
@@ -510,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "records": merge(old.get("records", []), records),
         "micro": {**old.get("micro", {}), **micro},
     }
-    RESULTS_JSON.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    RESULTS_JSON.write_text(json.dumps(_no_nan(doc), indent=1, allow_nan=False) + "\n")
     write_markdown(doc)
     for path in plot(doc["records"]):
         say(f"wrote {path.relative_to(BENCH_DIR.parent)}")
