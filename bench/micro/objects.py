@@ -31,3 +31,9 @@ def make_object(i: int, namespaces: int = 100) -> dict[str, Any]:
         },
         "status": {"replicas": 2, "readyReplicas": 2},
     }
+
+
+def mean_seconds(benchmark: Any) -> float | None:
+    """Mean seconds per round, or None under ``--benchmark-disable`` (correctness-only runs)."""
+    stats = getattr(benchmark, "stats", None)
+    return float(stats.stats.mean) if stats is not None else None
