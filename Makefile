@@ -10,7 +10,7 @@ IMG ?= 4pdosc/llm-operator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject
 PYTEST_ARGS ?=
 
 .PHONY: help venv install test test-tools lint fmt typecheck unit integration demo manifests chart-sync \
-        docker-build deploy undeploy bench bench-smoke prometheus clean
+        docker-build deploy undeploy bench prometheus clean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
