@@ -7,9 +7,11 @@ body, so a misconfigured endpoint cannot exhaust memory); transient failures are
 times, but only while the retries still fit in the caller's budget (the sync period), so a dead
 source never makes a sync overrun its own schedule. Identical requests (same URL, query and
 headers) are coalesced: the first caller fetches, concurrent callers wait for its answer, and
-later callers reuse it while it is younger than their ``max_age``. The scalers' syncs are aligned
-to a grid of their sync period (see ``scaling.schedule``), so every scaler sharing a query asks
-for it in the same tick and the load on Prometheus grows with unique queries, not with scalers.
+later callers reuse it. A caller may name a coalescing token: the answer is then shared only
+with callers presenting the same token. The scaling providers pass the scaler's sync tick
+(``scaling.schedule``), and syncs run on that tick grid, so every scaler sharing a query shares
+one fetch per tick, and no answer outlives its tick. Without a token, answers are shared for
+``coalesce_ttl``. Either way the load on Prometheus grows with unique queries, not scalers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import attrs
 import httpx
@@ -43,8 +45,8 @@ class HttpOptions:
 
     ``timeout`` bounds one attempt from connect to the last body byte; ``max_attempts``
     bounds retries, which additionally stop when another attempt would overrun the budget.
-    ``coalesce_ttl`` is how long an answer is shared between identical requests when the caller
-    names no ``max_age`` of its own (0 disables sharing for such callers).
+    ``coalesce_ttl`` is how long an answer is shared between identical requests from callers
+    that pass no coalescing token (0 disables sharing for them).
     """
 
     connect_timeout: float = attrs.field(default=2.0, validator=attrs.validators.gt(0))
@@ -102,6 +104,7 @@ class _Flight:
 
 
 _Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+_CacheKey = tuple[_Key, Hashable]
 
 
 class MetricHttpClient:
@@ -135,11 +138,11 @@ class MetricHttpClient:
             ),
         )
         self._lock = threading.Lock()
-        # key -> (fetched at, answer); an entry is reused while younger than the caller's max_age
-        self._cache: LRUCache[_Key, tuple[float, HttpResponse | FetchError]] = LRUCache(
+        # (request, token) -> (fetched at, answer); token None entries expire after coalesce_ttl
+        self._cache: LRUCache[_CacheKey, tuple[float, HttpResponse | FetchError]] = LRUCache(
             maxsize=4096
         )
-        self._inflight: dict[_Key, _Flight] = {}
+        self._inflight: dict[_CacheKey, _Flight] = {}
         self.requests_sent = 0  # attempts that reached the network layer; for tests and metrics
 
     def close(self) -> None:
@@ -153,23 +156,22 @@ class MetricHttpClient:
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         budget: float | None = None,
-        max_age: float | None = None,
+        coalesce: Hashable | None = None,
     ) -> HttpResponse:
         """GET ``url``; return the response (any status) or raise FetchError.
 
-        ``budget`` is the time the caller can spend in total, retries included. ``max_age`` is
-        how old a coalesced answer to the same request may be (default ``coalesce_ttl``; 0
-        always fetches, though concurrent identical calls still share one request).
+        ``budget`` is the time the caller can spend in total, retries included. ``coalesce`` is
+        a token: identical requests with the same token share one answer (see module docstring).
         """
         params = dict(params or {})
         headers = dict(headers or {})
-        age = self.options.coalesce_ttl if max_age is None else max_age
-        if age <= 0:
+        if coalesce is None and self.options.coalesce_ttl <= 0:
             return self._fetch(url, params, headers, budget)
-        key: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
+        request: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
+        key: _CacheKey = (request, coalesce)
         asked_at = self._clock()
         with self._lock:
-            hit = self._fresh(key, asked_at, age)
+            hit = self._fresh(key, asked_at)
             if hit is None:
                 flight = self._inflight.setdefault(key, _Flight())
                 flight.waiters += 1
@@ -179,7 +181,7 @@ class MetricHttpClient:
             with flight.lock:
                 # Whoever held the lock before us may have fetched after we asked: share it.
                 with self._lock:
-                    hit = self._fresh(key, asked_at, age)
+                    hit = self._fresh(key, asked_at)
                 if hit is None:
                     fetched_at = self._clock()
                     try:
@@ -195,10 +197,12 @@ class MetricHttpClient:
                     self._inflight.pop(key, None)
         return _unwrap(hit)
 
-    def _fresh(self, key: _Key, asked_at: float, age: float) -> HttpResponse | FetchError | None:
-        """The cached answer if it was fetched no earlier than ``age`` before ``asked_at``."""
+    def _fresh(self, key: _CacheKey, asked_at: float) -> HttpResponse | FetchError | None:
+        """The shared answer for ``key``: any under a token, else one younger than the TTL."""
         entry = self._cache.get(key)
-        if entry is None or entry[0] < asked_at - age:
+        if entry is None:
+            return None
+        if key[1] is None and entry[0] < asked_at - self.options.coalesce_ttl:
             return None
         return entry[1]
 

@@ -194,12 +194,18 @@ class Steps:
     conflicts: ConflictResolver = attrs.field(factory=OldestScalerWins)
 
 
-def default_steps(http: MetricHttpClient | None = None) -> Steps:
-    """The standard pipeline, with both providers sharing one HTTP client."""
+def default_steps(
+    http: MetricHttpClient | None = None, *, clock: Callable[[], float] = time.time
+) -> Steps:
+    """The standard pipeline, with both providers sharing one HTTP client.
+
+    ``clock`` is the wall clock the providers use to find the sync tick their fetches are
+    shared within (the same grid the reconciler schedules syncs on).
+    """
     http = http or MetricHttpClient()
-    prometheus = PrometheusProvider(http)
+    prometheus = PrometheusProvider(http, clock)
     return Steps(
-        fetcher=ProviderFetcher(prometheus=prometheus, custom=DecisionProvider(http)),
+        fetcher=ProviderFetcher(prometheus=prometheus, custom=DecisionProvider(http, clock)),
         cost_source=prometheus,
     )
 

@@ -255,26 +255,25 @@ def test_an_oversized_body_is_not_retried(server: ScriptedServer, declared: bool
     assert server.hits() == 1
 
 
-def test_caller_max_age_overrides_the_default_ttl(server: ScriptedServer) -> None:
+def test_a_coalescing_token_shares_answers_regardless_of_age(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(200, b"{}")
     now = [0.0]
     http = MetricHttpClient(
         HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=lambda: now[0]
     )
-    http.get(server.url + "/q", max_age=7.5)
-    now[0] = 7.0  # older than the default TTL, younger than this caller's max_age
-    http.get(server.url + "/q", max_age=7.5)
+    http.get(server.url + "/q", coalesce=(15, 7))
+    now[0] = 12.0  # far older than the TTL: the same tick still shares it
+    http.get(server.url + "/q", coalesce=(15, 7))
     assert server.hits() == 1
-    http.get(server.url + "/q", max_age=2.0)  # a caller with a shorter period fetches afresh
-    assert server.hits() == 2
-    now[0] = 7.4
-    http.get(server.url + "/q", max_age=0.5)  # the fresh answer serves it
-    assert server.hits() == 2
+    http.get(server.url + "/q", coalesce=(15, 8))  # the next tick fetches afresh
+    http.get(server.url + "/q", coalesce=(5, 7))  # so does a scaler with another period
+    http.get(server.url + "/q")  # and a caller without a token (nothing younger than the TTL)
+    assert server.hits() == 4
 
 
-def test_max_age_zero_always_fetches(server: ScriptedServer) -> None:
+def test_no_ttl_and_no_token_always_fetches(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(200, b"{}")
-    http = client(coalesce_ttl=5.0)
-    http.get(server.url + "/q", max_age=0)
-    http.get(server.url + "/q", max_age=0)
+    http = client(coalesce_ttl=0.0)
+    http.get(server.url + "/q")
+    http.get(server.url + "/q")
     assert server.hits() == 2

@@ -584,13 +584,13 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
 
     server.respond = lambda _r: prom_vector(({}, "2"))
     cluster = FakeCluster()
-    now = [0.0]
-    http = MetricHttpClient(HttpOptions(timeout=1, coalesce_ttl=1.0), clock=lambda: now[0])
+    now = [1_800_000_000.0]  # wall clock on a tick of the 15 s grid
+    http = MetricHttpClient(HttpOptions(timeout=1, coalesce_ttl=1.0))
     reconciler = LLMScalerReconciler(
         FakeClient(cluster),
         FakeCache(cluster),
         FakeRecorder(),
-        steps=default_steps(http),
+        steps=default_steps(http, clock=lambda: now[0]),
         clock=FakeClock(),
     )
     for i in range(20):
@@ -605,7 +605,7 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
         cluster.obj("apps/v1", "Deployment", "ns", f"web{i}")["spec"]["replicas"] == 2
         for i in range(20)
     )
-    now[0] = 15.0  # next tick: one more query, shared again
+    now[0] = 1_800_000_015.0  # next tick: one more query, shared again
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -774,13 +774,13 @@ def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> No
 
     server.respond = lambda _r: prom_vector(({}, "2"))
     cluster = FakeCluster()
-    now = [0.0]
-    http = MetricHttpClient(HttpOptions(timeout=1), clock=lambda: now[0])
+    now = [1_800_000_000.0]  # on a tick of the 15 s grid
+    http = MetricHttpClient(HttpOptions(timeout=1))
     reconciler = LLMScalerReconciler(
         FakeClient(cluster),
         FakeCache(cluster),
         FakeRecorder(),
-        steps=default_steps(http),
+        steps=default_steps(http, clock=lambda: now[0]),
         clock=FakeClock(),
     )
     for i in range(20):
@@ -789,10 +789,10 @@ def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> No
         cluster.put(obj)
         cluster.put(deployment(f"web{i}", replicas=2))
     for i in range(20):
-        now[0] = i * 0.3  # a 6 s burst: far beyond the default 1 s TTL, within half a period
+        now[0] = 1_800_000_000.0 + i * 0.6  # a 12 s burst, far beyond the default 1 s TTL
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 1
-    now[0] = 15.0
+    now[0] = 1_800_000_015.0  # the next tick fetches afresh
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -862,3 +862,31 @@ def test_scaler_is_parsed_once_per_resource_version(
     w.scaler()["metadata"]["resourceVersion"] = "8"  # the object changed
     w.sync()
     assert parsed == ["7", "8"]
+
+
+def test_an_off_grid_fetch_is_not_reused_by_the_next_tick(server: Any) -> None:
+    """A sync outside the grid (a new or edited scaler) must not hand its answer to the tick
+    that follows a few seconds later: that tick measures afresh."""
+    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+    from llmscaler_runtime.scaling.reconciler import default_steps
+
+    from .httpserver import prom_vector
+
+    server.respond = lambda _r: prom_vector(({}, "2"))
+    cluster = FakeCluster()
+    now = [1_800_000_007.6]  # half a period into a tick
+    reconciler = LLMScalerReconciler(
+        FakeClient(cluster),
+        FakeCache(cluster),
+        FakeRecorder(),
+        steps=default_steps(MetricHttpClient(HttpOptions(timeout=1)), clock=lambda: now[0]),
+        clock=FakeClock(),
+    )
+    obj = scaler_obj("s")
+    obj["spec"]["serverAddress"] = server.url
+    cluster.put(obj)
+    cluster.put(deployment(replicas=2))
+    reconciler.reconcile(Request("ns", "s"))
+    now[0] = 1_800_000_015.0  # the next tick, 7.4 s later
+    reconciler.reconcile(Request("ns", "s"))
+    assert server.hits() == 2

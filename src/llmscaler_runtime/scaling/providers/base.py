@@ -15,19 +15,21 @@ from typing import Protocol
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
+from llmscaler_runtime.scaling.schedule import sync_tick
 from llmscaler_runtime.scaling.types import Measurement
 
-__all__ = ["CostSource", "MetricError", "MetricFetcher", "ProviderFetcher", "coalesce_age"]
+__all__ = ["CostSource", "MetricError", "MetricFetcher", "ProviderFetcher", "coalesce_token"]
 
 
-def coalesce_age(spec: LLMScalerSpec) -> float:
-    """How old an answer shared between scalers may be: half the sync period.
+def coalesce_token(spec: LLMScalerSpec, now: float) -> tuple[int, int]:
+    """The sharing token for a scaler's fetch: its sync period and the tick ``now`` falls in.
 
     Syncs run on a grid of the sync period (``scaling.schedule``), so scalers sharing a query
-    ask in the same tick: the first one fetches and the rest of that tick's burst reuses the
-    answer, while the next tick always fetches afresh (the answer is then a full period old).
+    ask in the same tick and share one fetch; the next tick, or a scaler with another period,
+    never sees that answer.
     """
-    return spec.sync_period_seconds / 2
+    period = spec.sync_period_seconds
+    return period, sync_tick(now, float(period))
 
 
 class MetricError(Exception):

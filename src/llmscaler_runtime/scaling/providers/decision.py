@@ -12,14 +12,15 @@ errors too. Every failure holds the fleet; none reads as zero.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
 from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
-from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_age
+from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import INT32_MAX, Measurement
 
 __all__ = ["DECISION_API_VERSION", "DecisionProvider", "parse_decision"]
@@ -113,6 +114,7 @@ class DecisionProvider:
     """Asks the decision server for this scaler's replica count."""
 
     http: MetricHttpClient
+    clock: Callable[[], float] = time.time  # wall clock: picks the sync tick for coalescing
 
     def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:
         spec = scaler.spec
@@ -130,7 +132,7 @@ class DecisionProvider:
                 params={"serviceId": custom.service_id},
                 headers=spec.server_headers,
                 budget=budget,
-                max_age=coalesce_age(spec),
+                coalesce=coalesce_token(spec, self.clock()),
             )
             active = parse_decision(
                 resp.status,

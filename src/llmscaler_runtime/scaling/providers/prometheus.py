@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, SpecError
 from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
-from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_age
+from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
 from llmscaler_runtime.scaling.victims import cost_from_value
 
@@ -103,6 +104,7 @@ class PrometheusProvider:
     """Fetches each metric of a scaler; also serves per-pod deletion costs."""
 
     http: MetricHttpClient
+    clock: Callable[[], float] = time.time  # wall clock: picks the sync tick for coalescing
 
     def query(
         self,
@@ -110,16 +112,16 @@ class PrometheusProvider:
         query: str,
         headers: Mapping[str, str],
         budget: float,
-        max_age: float | None = None,
+        coalesce: Hashable | None = None,
     ) -> list[Sample]:
         """Run one instant query; raise MetricError naming the server on any failure.
 
-        ``max_age`` bounds how old an answer shared with other scalers may be.
+        Identical queries with the same ``coalesce`` token share one answer.
         """
         url = query_url(server_address)
         try:
             resp = self.http.get(
-                url, params={"query": query}, headers=headers, budget=budget, max_age=max_age
+                url, params={"query": query}, headers=headers, budget=budget, coalesce=coalesce
             )
         except FetchError as exc:
             raise MetricError(f"cannot query {url}: {exc}") from exc
@@ -128,7 +130,11 @@ class PrometheusProvider:
     def _single_value(self, scaler: LLMScaler, query: str, budget: float) -> float:
         spec = scaler.spec
         samples = self.query(
-            spec.server_address, query, spec.server_headers, budget, coalesce_age(spec)
+            spec.server_address,
+            query,
+            spec.server_headers,
+            budget,
+            coalesce_token(spec, self.clock()),
         )
         if not samples:
             raise MetricError("the query returned no series (empty vector)")
@@ -173,7 +179,11 @@ class PrometheusProvider:
         if not query:
             raise MetricError("no deletionCostQuery is set")
         samples = self.query(
-            spec.server_address, query, spec.server_headers, budget, coalesce_age(spec)
+            spec.server_address,
+            query,
+            spec.server_headers,
+            budget,
+            coalesce_token(spec, self.clock()),
         )
         costs: dict[str, int] = {}
         for sample in samples:
