@@ -25,6 +25,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     API_VERSION,
     KIND,
     LLMScaler,
+    LLMScalerSpec,
     LLMScalerStatus,
     MetricProvider,
     ScaleDownBehavior,
@@ -51,7 +52,7 @@ from llmscaler_runtime.scaling.providers.base import (
 from llmscaler_runtime.scaling.providers.decision import DecisionProvider
 from llmscaler_runtime.scaling.providers.prometheus import PrometheusProvider
 from llmscaler_runtime.scaling.recommend import HpaRecommender, Recommender
-from llmscaler_runtime.scaling.schedule import next_sync_delay
+from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
 from llmscaler_runtime.scaling.status import (
     ABLE_TO_SCALE,
     PREEMPTION,
@@ -283,12 +284,13 @@ class LLMScalerReconciler:
                 self._parsed[uid] = (rv, scaler)
         return scaler
 
-    def _next_sync(self, period: int) -> float:
-        """Delay to the next evaluation: the next tick of the period grid, or a plain period
-        when alignment is off (``align_syncs=False``)."""
+    def _next_sync(self, spec: LLMScalerSpec) -> float:
+        """Delay to the next evaluation: the scaler's next tick (``scaling.schedule``), or a
+        plain period when alignment is off (``align_syncs=False``)."""
+        period = float(spec.sync_period_seconds)
         if not self.align_syncs:
-            return float(period)
-        return next_sync_delay(self.clock.now(), float(period))
+            return period
+        return next_sync_delay(self.clock.now(), period, phase_of(spec))
 
     def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
@@ -337,7 +339,7 @@ class LLMScalerReconciler:
     def _sync(self, obj: dict[str, Any], scaler: LLMScaler) -> Result:
         spec = scaler.spec
         retry = Result(requeue_after=float(spec.retry_period_seconds))
-        ok = Result(requeue_after=self._next_sync(spec.sync_period_seconds))
+        ok = Result(requeue_after=self._next_sync(spec))
 
         # 1. may this scaler write its target, and can the target be read?
         try:

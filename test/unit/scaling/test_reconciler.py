@@ -42,6 +42,8 @@ class World:
         self.reconciler = self.new_reconciler()
 
     def new_reconciler(self, **kw: Any) -> LLMScalerReconciler:
+        # Scheduling on the tick grid has tests of its own; the others expect a plain period.
+        kw.setdefault("align_syncs", False)
         return LLMScalerReconciler(
             FakeClient(self.cluster),
             FakeCache(self.cluster),
@@ -542,6 +544,7 @@ def test_unserved_target_kind_is_reported_without_touching_the_cache(w: World) -
         w.recorder,
         steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
         clock=w.clock,
+        align_syncs=False,
     )
     assert w.sync() == RETRY
     assert "LeaderWorkerSet" not in asked
@@ -561,6 +564,7 @@ def test_target_is_read_directly_while_the_cache_cannot_serve_it(w: World) -> No
         w.recorder,
         steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
         clock=w.clock,
+        align_syncs=False,
     )
     w.cluster.put(scaler_obj())
     w.cluster.put(deployment(replicas=2))
@@ -592,12 +596,14 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
         FakeRecorder(),
         steps=default_steps(http, clock=lambda: now[0]),
         clock=FakeClock(),
+        align_syncs=False,
     )
     for i in range(20):
         obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
         obj["spec"]["serverAddress"] = server.url
         cluster.put(obj)
         cluster.put(deployment(f"web{i}", replicas=1))
+    now[0] += _phase(obj)
     for i in range(20):
         assert reconciler.reconcile(Request("ns", f"s{i}")) == SYNC
     assert server.hits() == 1
@@ -605,7 +611,7 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
         cluster.obj("apps/v1", "Deployment", "ns", f"web{i}")["spec"]["replicas"] == 2
         for i in range(20)
     )
-    now[0] = 1_800_000_015.0  # next tick: one more query, shared again
+    now[0] += 15.0  # next tick: one more query, shared again
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -749,13 +755,18 @@ def test_a_repeated_failure_repeats_the_same_event_so_the_recorder_can_fold_it(
 
 def test_successful_sync_requeues_to_the_next_tick_of_the_period_grid(w: World) -> None:
     """Aligned ticks are what let identical queries from many scalers coalesce."""
+    from llmscaler_runtime.api.v1alpha1 import LLMScaler
+    from llmscaler_runtime.scaling.schedule import phase_of
+
     w.cluster.put(scaler_obj())
     w.cluster.put(deployment(replicas=2))
     w.fetcher.set_value(1.0)
-    w.clock.t = 1_800_000_004.0  # 4 s past a tick of the 15 s grid
-    assert w.sync() == Result(requeue_after=11.0)
-    unaligned = w.new_reconciler(align_syncs=False)
-    assert unaligned.reconcile(Request("ns", "s")) == Result(requeue_after=15.0)
+    phase = phase_of(LLMScaler.from_dict(w.scaler()).spec)
+    w.clock.t = 1_800_000_000.0 + phase + 4.0  # 4 s past one of this scaler's ticks
+    aligned = w.new_reconciler(align_syncs=True)
+    delay = aligned.reconcile(Request("ns", "s")).requeue_after
+    assert delay == pytest.approx(11.0)
+    assert w.sync() == Result(requeue_after=15.0)  # alignment off: a plain period
 
 
 def test_failed_sync_still_uses_the_plain_retry_period(w: World) -> None:
@@ -782,17 +793,19 @@ def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> No
         FakeRecorder(),
         steps=default_steps(http, clock=lambda: now[0]),
         clock=FakeClock(),
+        align_syncs=False,
     )
     for i in range(20):
         obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
         obj["spec"]["serverAddress"] = server.url
         cluster.put(obj)
         cluster.put(deployment(f"web{i}", replicas=2))
+    tick = now[0] + _phase(obj)  # scalers asking the same query share this phase
     for i in range(20):
-        now[0] = 1_800_000_000.0 + i * 0.6  # a 12 s burst, far beyond the default 1 s TTL
+        now[0] = tick + i * 0.6  # a 12 s burst, far beyond the default 1 s TTL
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 1
-    now[0] = 1_800_000_015.0  # the next tick fetches afresh
+    now[0] = tick + 15.0  # the next tick fetches afresh
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -819,6 +832,7 @@ def test_one_writer_check_reads_the_target_index_not_the_namespace(w: World) -> 
         w.recorder,
         steps=Steps(fetcher=w.fetcher, cost_source=w.costs),
         clock=w.clock,
+        align_syncs=False,
     )
     w.cluster.put(scaler_obj("young", created="2026-02-01T00:00:00Z"))
     w.cluster.put(scaler_obj("old", created="2026-01-01T00:00:00Z"))
@@ -874,19 +888,28 @@ def test_an_off_grid_fetch_is_not_reused_by_the_next_tick(server: Any) -> None:
 
     server.respond = lambda _r: prom_vector(({}, "2"))
     cluster = FakeCluster()
-    now = [1_800_000_007.6]  # half a period into a tick
+    now = [1_800_000_007.6]  # half a period into a tick (shifted by the phase below)
     reconciler = LLMScalerReconciler(
         FakeClient(cluster),
         FakeCache(cluster),
         FakeRecorder(),
         steps=default_steps(MetricHttpClient(HttpOptions(timeout=1)), clock=lambda: now[0]),
         clock=FakeClock(),
+        align_syncs=False,
     )
     obj = scaler_obj("s")
     obj["spec"]["serverAddress"] = server.url
     cluster.put(obj)
     cluster.put(deployment(replicas=2))
+    now[0] += _phase(obj)
     reconciler.reconcile(Request("ns", "s"))
-    now[0] = 1_800_000_015.0  # the next tick, 7.4 s later
+    now[0] += 7.4  # the scaler's next tick
     reconciler.reconcile(Request("ns", "s"))
     assert server.hits() == 2
+
+
+def _phase(obj: dict[str, Any]) -> float:
+    from llmscaler_runtime.api.v1alpha1 import LLMScaler
+    from llmscaler_runtime.scaling.schedule import phase_of
+
+    return phase_of(LLMScaler.from_dict(obj).spec)

@@ -20,6 +20,7 @@ def test_scalers_synced_at_different_times_meet_on_the_same_tick() -> None:
 def test_a_sync_just_before_a_tick_is_not_rerun_a_moment_later() -> None:
     # a timer that fires a hair early must not cause two evaluations in one tick
     assert next_sync_delay(1_019.99, 15.0) == pytest.approx(15.01)
+    assert next_sync_delay(1_019.0, 15.0) == pytest.approx(1.0)  # a real gap is kept
 
 
 def test_tick_index_and_bad_period() -> None:
@@ -27,3 +28,36 @@ def test_tick_index_and_bad_period() -> None:
     assert sync_tick(1_020.0, 15.0) == 68
     with pytest.raises(ValueError):
         next_sync_delay(0.0, 0.0)
+
+
+def _spec(**kw: object) -> object:
+    from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
+
+    obj: dict[str, object] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "serverAddress": "http://prom:9090",
+        "minReplicas": 1,
+        "maxReplicas": 5,
+        "metrics": [{"name": "kv", "query": "avg(kv)", "target": "0.8"}],
+        **kw,
+    }
+    return LLMScalerSpec.from_dict(obj)
+
+
+def test_scalers_asking_the_same_questions_share_a_phase_others_spread() -> None:
+    from llmscaler_runtime.scaling.schedule import phase_of
+
+    same = phase_of(_spec()), phase_of(_spec(minReplicas=2))  # bounds do not matter
+    assert same[0] == same[1]
+    assert 0.0 <= same[0] < 15.0
+    phases = {
+        phase_of(_spec(metrics=[{"name": "kv", "query": f"avg(kv{{app='a{i}'}})", "target": "1"}]))
+        for i in range(200)
+    }
+    assert len(phases) > 190  # unrelated groups do not pile up on one instant
+    assert max(phases) - min(phases) > 12.0  # and they cover the period
+
+
+def test_phase_shifts_the_grid() -> None:
+    assert next_sync_delay(1_000.0, 15.0, phase=3.0) == pytest.approx(8.0)  # ticks at ...,993,1008
+    assert sync_tick(1_008.0, 15.0, phase=3.0) == sync_tick(1_022.9, 15.0, phase=3.0)

@@ -15,21 +15,21 @@ from typing import Protocol
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
-from llmscaler_runtime.scaling.schedule import sync_tick
+from llmscaler_runtime.scaling.schedule import phase_of, sync_tick
 from llmscaler_runtime.scaling.types import Measurement
 
 __all__ = ["CostSource", "MetricError", "MetricFetcher", "ProviderFetcher", "coalesce_token"]
 
 
-def coalesce_token(spec: LLMScalerSpec, now: float) -> tuple[int, int]:
-    """The sharing token for a scaler's fetch: its sync period and the tick ``now`` falls in.
+def coalesce_token(spec: LLMScalerSpec, now: float) -> tuple[int, float, int]:
+    """The sharing token for a scaler's fetch: its period, phase and the tick ``now`` is in.
 
-    Syncs run on a grid of the sync period (``scaling.schedule``), so scalers sharing a query
-    ask in the same tick and share one fetch; the next tick, or a scaler with another period,
+    Scalers asking the same questions share a phase (``scaling.schedule``) and are evaluated
+    in the same tick, so they share one fetch; the next tick, or a scaler on another grid,
     never sees that answer.
     """
-    period = spec.sync_period_seconds
-    return period, sync_tick(now, float(period))
+    period, phase = spec.sync_period_seconds, phase_of(spec)
+    return period, phase, sync_tick(now, float(period), phase)
 
 
 class MetricError(Exception):
