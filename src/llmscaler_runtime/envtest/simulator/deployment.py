@@ -20,6 +20,7 @@ from .util import (
     Obj,
     annotations_of,
     controller_ref,
+    get_if_exists,
     int_field,
     is_not_found,
     is_terminating,
@@ -439,12 +440,9 @@ class DeploymentController:
     # -- entry point ----------------------------------------------------------------------------
     def sync(self, namespace: str | None, name: str) -> None:
         sim = self._sim
-        try:
-            d = sim.storage.get("apps/v1", "Deployment", namespace, name)
-        except Exception as exc:
-            if is_not_found(exc):
-                return
-            raise
+        d = get_if_exists(sim.storage, "apps/v1", "Deployment", namespace, name)
+        if d is None:
+            return
         rss = self._owned_replicasets(d)
         new, old = self._split(d, rss)
         spec = d.get("spec") or {}

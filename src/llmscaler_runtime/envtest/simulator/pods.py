@@ -17,6 +17,7 @@ from .util import (
     STARTUP_ANNOTATION,
     Obj,
     annotations_of,
+    get_if_exists,
     int_field,
     is_not_found,
     is_pod_ready,
@@ -68,12 +69,9 @@ class Kubelet:
 
     def sync(self, namespace: str | None, name: str) -> None:
         sim = self._sim
-        try:
-            pod = sim.storage.get("v1", "Pod", namespace, name)
-        except Exception as exc:
-            if is_not_found(exc):
-                return
-            raise
+        pod = get_if_exists(sim.storage, "v1", "Pod", namespace, name)
+        if pod is None:
+            return
         spec = pod.get("spec") or {}
         if not spec.get("nodeName"):
             self._schedule(pod)

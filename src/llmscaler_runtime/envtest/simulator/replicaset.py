@@ -9,6 +9,7 @@ from .pods import victim_sort_key
 from .util import (
     Obj,
     controller_ref,
+    get_if_exists,
     int_field,
     is_not_found,
     is_pod_active,
@@ -94,12 +95,9 @@ class ReplicaSetController:
 
     def sync(self, namespace: str | None, name: str) -> None:
         sim = self._sim
-        try:
-            rs = sim.storage.get("apps/v1", "ReplicaSet", namespace, name)
-        except Exception as exc:
-            if is_not_found(exc):
-                return
-            raise
+        rs = get_if_exists(sim.storage, "apps/v1", "ReplicaSet", namespace, name)
+        if rs is None:
+            return
         spec = rs.get("spec") or {}
         selector = spec.get("selector")
         deleting = is_terminating(rs)

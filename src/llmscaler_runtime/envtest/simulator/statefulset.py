@@ -17,6 +17,7 @@ from .util import (
     STS_POD_INDEX_LABEL,
     STS_POD_NAME_LABEL,
     Obj,
+    get_if_exists,
     int_field,
     is_not_found,
     is_pod_ready,
@@ -46,12 +47,9 @@ class StatefulSetController:
 
     def sync(self, namespace: str | None, name: str) -> None:
         sim = self._sim
-        try:
-            sts = sim.storage.get("apps/v1", "StatefulSet", namespace, name)
-        except Exception as exc:
-            if is_not_found(exc):
-                return
-            raise
+        sts = get_if_exists(sim.storage, "apps/v1", "StatefulSet", namespace, name)
+        if sts is None:
+            return
         spec = sts.get("spec") or {}
         ordinal_re = re.compile(rf"^{re.escape(name)}-(\d+)$")
         pods = [

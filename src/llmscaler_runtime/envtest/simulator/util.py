@@ -102,6 +102,20 @@ def is_not_found(exc: BaseException) -> bool:
     return status_code(exc) == 404
 
 
+def get_if_exists(
+    storage: Any, api_version: str, kind: str, namespace: str | None, name: str
+) -> dict[str, Any] | None:
+    """The object, or None when it is gone: a controller syncing a key that was deleted
+    meanwhile has nothing to do, so only a 404 is swallowed."""
+    try:
+        obj: dict[str, Any] = storage.get(api_version, kind, namespace, name)
+    except Exception as exc:
+        if is_not_found(exc):
+            return None
+        raise
+    return obj
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
