@@ -26,6 +26,7 @@ from llmscaler_runtime.cache import InformerCache
 from llmscaler_runtime.controller.types import Request
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import configure_logging
+from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, default_steps
 
@@ -47,13 +48,19 @@ def main(argv: list[str] | None = None) -> int:
         h.populate(cluster, s, progress=lambda _: None)
         client = Client.from_kubeconfig(cluster.kubeconfig)
         cache = InformerCache(client)
+        cache.add_indexers(API_VERSION, KIND, {TARGET_INDEX: target_index})  # as setup() does
         cache.start()
         for api_version, kind in ((API_VERSION, KIND), ("apps/v1", "Deployment")):
             cache.get_informer(api_version, kind)
         assert cache.wait_for_cache_sync(60), "informer cache did not sync"
         devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the whole run
         http = MetricHttpClient(HttpOptions())
-        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=default_steps(http))
+        # Each pass stands for one sync period: the providers' clock moves a period per pass,
+        # so every reconcile fetches (as in the capacity benchmark, one query per scaler)
+        # instead of reusing the answer of the previous pass's tick.
+        shift = [0.0]
+        steps = default_steps(http, clock=lambda: time.time() + shift[0])
+        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=steps)
         requests = [Request(s.namespace(i), s.name(i)) for i in range(s.n)]
         configure_logging("info", "json", stream=devnull)
         for r in requests:  # first syncs: status writes
@@ -63,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             configure_logging(level, "json", stream=devnull)
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(args.passes):
+                shift[0] += s.sync_period
                 for r in requests:
                     rec.reconcile(r)
             wall = (time.perf_counter() - t0) / (args.passes * s.n)
@@ -77,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.passes):
+            shift[0] += s.sync_period
             for r in requests:
                 rec.reconcile(r)
         prof.disable()

@@ -115,7 +115,7 @@ def configure_logging(
             existing.close()  # StreamHandler.close flushes; it never closes the stream itself
     root.addHandler(handler)
     root.setLevel(lvl)
-    # httpx logs every request at info ("HTTP Request: GET ..."): one line per metric fetch,
+    # HTTP libraries log per request (httpx at info: "HTTP Request: GET ..."), one line per fetch,
     # which at thousands of scalers costs real CPU and buries the decisions. Our own lines
     # already name the source on failure; show the transport's chatter only at debug.
     quiet = logging.DEBUG if lvl <= logging.DEBUG else logging.WARNING

@@ -209,6 +209,7 @@ def test_tls_ca_bundle_trusts_the_server(
     assert client(timeout=2.0, ca_bundle=str(cert[1])).get(tls_server.url + "/").status == 200
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # opted in
 def test_tls_insecure_skip_verify(tls_server: ScriptedServer) -> None:
     assert client(timeout=2.0, insecure_skip_verify=True).get(tls_server.url + "/").status == 200
 
