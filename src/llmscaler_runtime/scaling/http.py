@@ -251,13 +251,18 @@ class MetricHttpClient:
         deadline = self._clock() + opts.timeout
         with self._lock:
             self.requests_sent += 1
-        if isinstance(call.target, BadRequestError):
-            raise call.target
+        target = call.target
+        if isinstance(target, BadRequestError):
+            raise target
         try:
-            resp = self._pool.urlopen(
+            # Straight to the host's pool with the pre-encoded path: PoolManager.urlopen
+            # would parse the whole URL again on every request.
+            pool = self._pool.connection_from_host(target.host, target.port, target.scheme)
+            resp = pool.urlopen(
                 "GET",
-                call.target,
+                target.path,
                 headers=call.headers,
+                assert_same_host=False,
                 timeout=self._timeout,
                 retries=False,
                 redirect=False,
@@ -279,8 +284,7 @@ class MetricHttpClient:
             if not complete:  # never hand a half-read connection back for reuse
                 resp.close()
             resp.release_conn()
-        url = call.target if isinstance(call.target, str) else call.url
-        result = HttpResponse(resp.status, resp.headers.get("content-type", ""), body, url)
+        result = HttpResponse(resp.status, resp.headers.get("content-type", ""), body, target.url)
         if result.status in _RETRY_STATUSES:
             raise _RetryableStatus(result)
         return result
@@ -318,7 +322,7 @@ class _Call:
 
     client: MetricHttpClient
     url: str  # as the caller gave it, for messages
-    target: str | BadRequestError  # the URL with its query string, or why it cannot be sent
+    target: _Target | BadRequestError  # where to send it, or why it cannot be sent
     headers: dict[str, str]
     budget: float | None
     started: float
@@ -344,29 +348,36 @@ class _OutOfBudget(tenacity.stop.stop_base):
         return elapsed + self._wait(retry_state) + self._timeout > call.budget
 
 
+@attrs.frozen
+class _Target:
+    """A request's destination, parsed and encoded once."""
+
+    scheme: str
+    host: str
+    port: int | None
+    path: str  # path and query string, as sent on the request line
+    url: str  # the whole URL, for messages and HttpResponse.url
+
+
 @functools.lru_cache(maxsize=4096)
-def _request_target(url: str, params: tuple[tuple[str, str], ...]) -> str | BadRequestError:
-    """``url`` with ``params`` merged into its query string, or the reason it cannot be sent.
+def _request_target(url: str, params: tuple[tuple[str, str], ...]) -> _Target | BadRequestError:
+    """Where ``url`` with ``params`` merged into its query string goes, or why it cannot go.
 
     Cached: a scaler asks the same question every period, and parsing and encoding it again
     each time is measurable at thousands of scalers.
     """
     try:
-        parsed = urllib3.util.parse_url(url)
+        parsed = urllib3.util.parse_url(url.partition("#")[0])  # a fragment is never sent
     except urllib3.exceptions.LocationParseError as exc:
         return BadRequestError(f"invalid URL {url!r}: {exc}")
-    if parsed.scheme not in ("http", "https"):
-        return BadRequestError(
-            f"invalid URL {url!r}: scheme must be http or https, not {parsed.scheme!r}"
-        )
-    if not parsed.host:
+    scheme, host = parsed.scheme, parsed.host
+    if scheme not in ("http", "https"):
+        return BadRequestError(f"invalid URL {url!r}: scheme must be http or https, not {scheme!r}")
+    if not scheme or not host:
         return BadRequestError(f"invalid URL {url!r}: no host")
-    if not params:
-        return url
-    query = urlencode(params)
-    base = url.partition("#")[0]  # a fragment is never sent
-    joiner = "&" if parsed.query else ("" if base.endswith("?") else "?")
-    return base + joiner + query
+    query = "&".join(q for q in (parsed.query, urlencode(params)) if q)
+    parsed = parsed._replace(query=query or None)
+    return _Target(scheme, host, parsed.port, parsed.request_uri, parsed.url)
 
 
 def _unwrap(hit: HttpResponse | FetchError) -> HttpResponse:

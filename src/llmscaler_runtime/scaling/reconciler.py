@@ -264,8 +264,9 @@ class LLMScalerReconciler:
         self.history = history or HistoryStore()
         self.align_syncs = align_syncs
         self._uids: dict[str, str] = {}
-        # uid -> (resourceVersion, parsed scaler): a scaler is re-parsed only when it changed
-        self._parsed: dict[str, tuple[str, LLMScaler]] = {}
+        # uid -> (resourceVersion, parsed scaler, raw status == its typed form re-encoded):
+        # a scaler is re-parsed only when it changed
+        self._parsed: dict[str, tuple[str, LLMScaler, bool]] = {}
         self._uids_lock = threading.Lock()
 
     # -- entry point ---------------------------------------------------------------------
@@ -280,9 +281,20 @@ class LLMScalerReconciler:
             return cached[1]
         scaler = LLMScaler.from_dict(obj)
         if rv:
+            canonical = scaler.status.to_dict() == (obj.get("status") or {})
             with self._uids_lock:
-                self._parsed[uid] = (rv, scaler)
+                self._parsed[uid] = (rv, scaler, canonical)
         return scaler
+
+    def _status_unchanged(self, scaler: LLMScaler, new: LLMScalerStatus) -> bool:
+        """True when ``new`` is exactly what the server holds: equal to the parsed status, and
+        that status re-encodes to the raw one (checked once per resourceVersion). The steady
+        state then skips encoding and diffing the raw status every period."""
+        if new != scaler.status:
+            return False
+        with self._uids_lock:
+            cached = self._parsed.get(scaler.uid)
+        return cached is not None and cached[1] is scaler and cached[2]
 
     def _next_sync(self, spec: LLMScalerSpec) -> float:
         """Delay to the next evaluation: the scaler's next tick (``scaling.schedule``), or a
@@ -773,6 +785,8 @@ class LLMScalerReconciler:
             scaled=scaled,
             drop=drop,
         )
+        if self._status_unchanged(scaler, new):
+            return True
         return self._patch_status(obj, new)
 
     def _patch_status(self, obj: dict[str, Any], new: LLMScalerStatus) -> bool:

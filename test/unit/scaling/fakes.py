@@ -72,10 +72,18 @@ class FakeCluster:
         # a write of spec.replicas is followed at once by a fleet of that size, as if the
         # workload controller and kubelet had caught up; tests of the settle guard turn it off
         self.auto_settle = True
+        self._rv = 0
+
+    def bump(self, obj: dict[str, Any]) -> None:
+        """A new resourceVersion, as the API server gives every write (callers that cache
+        per resourceVersion, like the reconciler's parse cache, rely on it)."""
+        self._rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
 
     def put(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
         key = (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+        self.bump(obj)
         self.objects[key] = obj
         return obj
 
@@ -192,6 +200,7 @@ class FakeClient:
             _merge(obj, {"status": patch["status"]})
         else:
             _merge(obj, {k: v for k, v in patch.items() if k != "status"})
+        self.cluster.bump(obj)
         return copy.deepcopy(obj)
 
     def apply(
@@ -226,6 +235,7 @@ class FakeClient:
             for key in ("updatedReplicas", "replicas"):
                 if key in status:
                     status[key] = n
+        self.cluster.bump(stored)
         return copy.deepcopy(stored)
 
 

@@ -43,6 +43,29 @@ def test_headers_and_params_are_sent(server: ScriptedServer) -> None:
     assert seen.query == {"q": ["a b"]} and seen.headers["authorization"] == "t"
 
 
+def test_params_join_a_query_already_in_the_url_and_fragments_stay_local(
+    server: ScriptedServer,
+) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    http = client()
+    resp = http.get(server.url + "/api/v1/query?dedup=true#frag", params={"query": 'up{a="b"}'})
+    seen = server.requests[0]
+    assert seen.path == "/api/v1/query" and seen.query == {
+        "dedup": ["true"],
+        "query": ['up{a="b"}'],
+    }
+    assert resp.url == server.url + "/api/v1/query?dedup=true&query=up%7Ba%3D%22b%22%7D"
+    # asking again (the encoded target now comes from the cache) sends the same request
+    http.get(server.url + "/api/v1/query?dedup=true#frag", params={"query": 'up{a="b"}'})
+    assert server.requests[1] == seen
+
+
+def test_a_user_agent_names_the_operator(server: ScriptedServer) -> None:
+    server.respond = lambda _r: Reply(200, b"{}")
+    client().get(server.url + "/")
+    assert server.requests[0].headers["user-agent"].startswith("llmscaler/")
+
+
 def test_slow_response_times_out_within_total_timeout(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(200, b"{}", delay=10)
     started = time.monotonic()

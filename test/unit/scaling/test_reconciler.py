@@ -865,17 +865,60 @@ def test_scaler_is_parsed_once_per_resource_version(
         return real(obj)
 
     monkeypatch.setattr(module.LLMScaler, "from_dict", staticmethod(counting))
-    obj = scaler_obj()
-    obj["metadata"]["resourceVersion"] = "7"
-    w.cluster.put(obj)
+    w.cluster.put(scaler_obj())
+    created = w.scaler()["metadata"]["resourceVersion"]
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(1.0)
+    w.sync()  # the first sync writes the status: a new resourceVersion
+    written = w.scaler()["metadata"]["resourceVersion"]
+    w.sync()
+    w.sync()
+    assert parsed == [created, written]
+    w.cluster.bump(w.scaler())  # the object changed
+    w.sync()
+    assert parsed == [created, written, w.scaler()["metadata"]["resourceVersion"]]
+
+
+def test_steady_state_skips_re_encoding_the_status(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llmscaler_runtime.scaling import reconciler as module
+
+    diffs: list[Any] = []
+    real = module.status_patch
+
+    def counting(old: Any, new: Any) -> Any:
+        diffs.append(old)
+        return real(old, new)
+
+    monkeypatch.setattr(module, "status_patch", counting)
+    w.cluster.put(scaler_obj())
     w.cluster.put(deployment(replicas=2))
     w.fetcher.set_value(1.0)
     w.sync()
+    assert len(diffs) == 1  # the first status is written
+    w.clock.step(15)
     w.sync()
-    assert parsed == ["7"]
-    w.scaler()["metadata"]["resourceVersion"] = "8"  # the object changed
+    w.clock.step(15)
     w.sync()
-    assert parsed == ["7", "8"]
+    assert len(diffs) == 1 and w.cluster.calls[-1].subresource == "status"
+
+
+def test_a_status_field_the_operator_does_not_own_is_still_cleared(w: World) -> None:
+    # The fast path compares typed statuses; a raw status holding more than the typed form
+    # (here a stray key) must still get the diff that removes it.
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=2))
+    w.fetcher.set_value(1.0)
+    w.sync()
+    w.scaler()["status"]["stray"] = "x"
+    w.cluster.bump(w.scaler())
+    w.cluster.calls.clear()
+    w.clock.step(15)
+    w.sync()
+    (call,) = writes_of(w.cluster, "patch", KIND)
+    assert call.subresource == "status" and call.body["status"]["stray"] is None
+    assert "stray" not in w.status()
 
 
 def test_an_off_grid_fetch_is_not_reused_by_the_next_tick(server: Any) -> None:
