@@ -14,6 +14,7 @@ exponential backoff, which can grow to many minutes and silently stop a scaler f
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -94,6 +95,7 @@ __all__ = [
 DEFAULT_RETRY_PERIOD = 10.0
 EventType = Literal["Normal", "Warning"]
 _log = get_logger("llmscaler.scaling")
+_stdlib_log = logging.getLogger("llmscaler.scaling")  # the same logger, for cheap level checks
 
 
 class Clock(Protocol):
@@ -827,6 +829,8 @@ class LLMScalerReconciler:
         # A decision that changes or holds something is worth a line at info; a steady
         # sync says the same thing every period, so it only shows at debug.
         eventful = plan.changes or plan.held_by is not None or _nothing_measured(rec)
+        if not eventful and not _stdlib_log.isEnabledFor(logging.DEBUG):
+            return  # the common case at scale; skip assembling a line nobody will see
         emit = _log.info if eventful else _log.debug
         emit(
             "scaling decision",
