@@ -7,7 +7,9 @@ to remember, this script writes them (``make chart-sync``) and ``--check`` fails
 is stale:
 
 * ``config/crd/bases/autoscaling.modelsphere.dev_llmscalers.yaml`` is copied byte for byte into
-  ``templates/crd/`` inside ``{{- if .Values.crd.enable }}`` ... ``{{- end }}``.
+  ``templates/crd/`` inside ``{{- if .Values.crd.enable }}`` ... ``{{- end }}``, with one
+  addition under ``metadata:``: the ``helm.sh/resource-policy: keep`` annotation when
+  ``crd.keep`` is set, so ``helm uninstall`` does not delete the CRD and every LLMScaler with it.
 * The rules of the manager ClusterRole, the leader-election Role and the admin/editor/viewer
   ClusterRoles under ``config/rbac/`` become the ``rules:`` of the chart's RBAC templates (their
   metadata uses the chart's names and labels). A role missing from config/ is reported and the
@@ -33,6 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CRD_NAME = "autoscaling.modelsphere.dev_llmscalers.yaml"
 CRD_CONDITION = "{{- if .Values.crd.enable }}\n"
 END = "{{- end }}\n"
+_METADATA = "\nmetadata:\n"
+KEEP_BLOCK = (
+    "  {{- if .Values.crd.keep }}\n"
+    "  annotations:\n"
+    "    helm.sh/resource-policy: keep\n"
+    "  {{- end }}\n"
+)
 
 
 @dataclass(frozen=True)
@@ -85,14 +94,22 @@ def crd_template(crd_text: str) -> str:
         raise SyncError("the CRD contains '{{', which Helm would treat as a template action")
     if not crd_text.endswith("\n"):
         crd_text += "\n"
-    return CRD_CONDITION + crd_text + END
+    head, found, tail = crd_text.partition(_METADATA)
+    if not found:
+        raise SyncError("the CRD has no top-level 'metadata:' to add the keep annotation to")
+    if tail.startswith("  annotations:"):
+        raise SyncError("the CRD already has annotations; merge the keep annotation by hand")
+    return CRD_CONDITION + head + _METADATA + KEEP_BLOCK + tail + END
 
 
 def unwrap_crd_template(template_text: str) -> str:
     """Inverse of :func:`crd_template` (used by tests to compare with config/)."""
     if not (template_text.startswith(CRD_CONDITION) and template_text.endswith(END)):
         raise SyncError("CRD template is not wrapped in the crd.enable guard")
-    return template_text[len(CRD_CONDITION) : -len(END)]
+    inner = template_text[len(CRD_CONDITION) : -len(END)]
+    if _METADATA + KEEP_BLOCK not in inner:
+        raise SyncError("CRD template lacks the crd.keep annotation block")
+    return inner.replace(_METADATA + KEEP_BLOCK, _METADATA, 1)
 
 
 def iter_docs(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:

@@ -107,12 +107,20 @@ def test_chart_sync_check_detects_stale_and_missing(tmp_path: Path) -> None:
     crd = tmp_path / "config" / "crd" / "bases" / CRD_NAME
     assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 2  # no CRD: clear error
     crd.parent.mkdir(parents=True)
-    crd.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n")
+    head = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+    crd.write_text(head)
+    assert chart_sync.main(["--root", str(tmp_path)]) == 2  # nowhere to put the keep annotation
+    crd.write_text(head + "metadata:\n  name: x\n")
     assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 1  # chart file missing
     assert chart_sync.main(["--root", str(tmp_path)]) == 0  # writes it
     assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 0
-    crd.write_text(crd.read_text() + "metadata: {name: changed}\n")
+    template = (tmp_path / "dist" / "chart" / "templates" / "crd" / CRD_NAME).read_text()
+    assert chart_sync.unwrap_crd_template(template) == crd.read_text()
+    assert "helm.sh/resource-policy: keep" in template
+    crd.write_text(head + "metadata:\n  name: changed\n")
     assert chart_sync.main(["--check", "--root", str(tmp_path)]) == 1
+    crd.write_text(head + "metadata:\n  annotations: {a: b}\n  name: x\n")
+    assert chart_sync.main(["--root", str(tmp_path)]) == 2  # would need a merge by hand
     crd.write_text("description: '{{ oops }}'\n")
     assert chart_sync.main(["--root", str(tmp_path)]) == 2
 

@@ -99,9 +99,13 @@ def test_default_render_is_valid_and_consistent(helm_render: Render) -> None:
 def test_crd_renders_to_the_config_crd(helm_render: Render) -> None:
     if not CRD.is_file():
         pytest.skip("config/crd/bases has no CRD yet")
-    crd = _one(_docs(helm_render, CHART), "CustomResourceDefinition")
     expected = [d for d in yaml.safe_load_all(CRD.read_text()) if d]
-    assert [crd] == expected
+    bare = _one(_docs(helm_render, CHART, "crd.keep=false"), "CustomResourceDefinition")
+    assert [bare] == expected
+    kept = _one(_docs(helm_render, CHART), "CustomResourceDefinition")
+    # by default `helm uninstall` must not take the CRD, and every LLMScaler, with it
+    assert kept["metadata"].pop("annotations") == {"helm.sh/resource-policy": "keep"}
+    assert [kept] == expected
     assert "CustomResourceDefinition" not in _kinds(_docs(helm_render, CHART, "crd.enable=false"))
 
 
