@@ -237,6 +237,15 @@ def merge(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str
     return sorted(merged, key=lambda r: (key(r)[0], key(r)[2], key(r)[1]))
 
 
+def contributing_commands(records: list[dict[str, Any]], micro_command: str | None) -> list[str]:
+    """Each command that produced a record still in ``records`` (or the micro-benchmarks),
+    once, in first-seen order; a command whose records were all replaced is dropped."""
+    seen = [str(r["command"]) for r in records if r.get("command")]
+    if micro_command:
+        seen.append(micro_command)
+    return list(dict.fromkeys(seen))
+
+
 # -- reporting ----------------------------------------------------------------------------
 
 
@@ -515,13 +524,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         old = json.loads(RESULTS_JSON.read_text())
     flags = " ".join(argv if argv is not None else sys.argv[1:])
     command = f"make bench BENCH_ARGS='{flags}'" if flags else "make bench"
-    # results merge across invocations, so every command that contributed is kept
-    commands = [c for c in old.get("commands", []) if c != command] + [command]
+    for record in records:
+        record["command"] = command
+    merged = merge(old.get("records", []), records)
+    micro_command = command if micro else old.get("micro_command")
     doc: dict[str, Any] = {
         "machine": machine(),
-        "commands": commands,
-        "records": merge(old.get("records", []), records),
+        # results merge across invocations: list the commands whose figures are still shown
+        "commands": contributing_commands(merged, micro_command),
+        "records": merged,
         "micro": {**old.get("micro", {}), **micro},
+        "micro_command": micro_command,
     }
     RESULTS_JSON.write_text(json.dumps(_no_nan(doc), indent=1, allow_nan=False) + "\n")
     write_markdown(doc)
