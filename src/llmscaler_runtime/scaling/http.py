@@ -17,9 +17,11 @@ one fetch per tick, and no answer outlives its tick. Without a token, answers ar
 from __future__ import annotations
 
 import functools
+import ipaddress
 import ssl
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
@@ -132,6 +134,7 @@ class MetricHttpClient:
             tls.verify_mode = ssl.CERT_NONE
         else:
             tls = ssl.create_default_context(cafile=opts.ca_bundle or certifi.where())
+        self._cert_reqs = ssl.CERT_NONE if opts.insecure_skip_verify else ssl.CERT_REQUIRED
         # urllib3 rather than httpx on this path: one metric fetch per scaler per period is the
         # manager's hottest loop, and urllib3 spends about half of httpx's CPU per request.
         self._pool = urllib3.PoolManager(
@@ -139,8 +142,14 @@ class MetricHttpClient:
             maxsize=opts.max_connections,
             block=False,
             ssl_context=tls,
-            cert_reqs=ssl.CERT_NONE if opts.insecure_skip_verify else ssl.CERT_REQUIRED,
+            cert_reqs=self._cert_reqs,
         )
+        self._tls = tls
+        # Proxies as every HTTP client honours them (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, read
+        # once, like Go's ProxyFromEnvironment), decided once per destination host.
+        self._proxies = urllib.request.getproxies_environment()
+        self._proxy_of: dict[tuple[str, str, int | None], str | None] = {}
+        self._proxy_managers: dict[str, urllib3.ProxyManager] = {}
         self._timeout = urllib3.Timeout(
             connect=min(opts.connect_timeout, opts.timeout), read=opts.timeout
         )
@@ -172,6 +181,10 @@ class MetricHttpClient:
     def close(self) -> None:
         """Close pooled connections."""
         self._pool.clear()
+        with self._lock:
+            managers = list(self._proxy_managers.values())
+        for manager in managers:
+            manager.clear()
 
     def get(
         self,
@@ -255,19 +268,31 @@ class MetricHttpClient:
         if isinstance(target, BadRequestError):
             raise target
         try:
-            # Straight to the host's pool with the pre-encoded path: PoolManager.urlopen
-            # would parse the whole URL again on every request.
-            pool = self._pool.connection_from_host(target.host, target.port, target.scheme)
-            resp = pool.urlopen(
-                "GET",
-                target.path,
-                headers=call.headers,
-                assert_same_host=False,
-                timeout=self._timeout,
-                retries=False,
-                redirect=False,
-                preload_content=False,
-            )
+            proxy = self._proxy_for(target)
+            if proxy is None:
+                # Straight to the host's pool with the pre-encoded path: PoolManager.urlopen
+                # would parse the whole URL again on every request.
+                pool = self._pool.connection_from_host(target.host, target.port, target.scheme)
+                resp = pool.urlopen(
+                    "GET",
+                    target.path,
+                    headers=call.headers,
+                    assert_same_host=False,
+                    timeout=self._timeout,
+                    retries=False,
+                    redirect=False,
+                    preload_content=False,
+                )
+            else:  # the proxy manager needs the whole URL (absolute form, or a CONNECT tunnel)
+                resp = self._proxy_manager(proxy).urlopen(
+                    "GET",
+                    target.url,
+                    headers=call.headers,
+                    timeout=self._timeout,
+                    retries=False,
+                    redirect=False,
+                    preload_content=False,
+                )
         except urllib3.exceptions.LocationValueError as exc:
             raise BadRequestError(f"invalid URL {call.url!r}: {exc}") from exc
         except urllib3.exceptions.TimeoutError as exc:
@@ -288,6 +313,34 @@ class MetricHttpClient:
         if result.status in _RETRY_STATUSES:
             raise _RetryableStatus(result)
         return result
+
+    def _proxy_for(self, target: _Target) -> str | None:
+        """The proxy URL for ``target`` from the environment, or None to connect directly."""
+        key = (target.scheme, target.host, target.port)
+        if key in self._proxy_of:
+            return self._proxy_of[key]
+        proxy = self._proxies.get(target.scheme)
+        where = target.host if target.port is None else f"{target.host}:{target.port}"
+        if proxy and (_is_loopback(target.host) or urllib.request.proxy_bypass(where)):
+            proxy = None  # loopback is never proxied (as in Go's ProxyFromEnvironment); NO_PROXY
+        with self._lock:
+            self._proxy_of[key] = proxy or None
+        return proxy or None
+
+    def _proxy_manager(self, proxy: str) -> urllib3.ProxyManager:
+        with self._lock:
+            manager = self._proxy_managers.get(proxy)
+            if manager is None:
+                manager = urllib3.ProxyManager(
+                    proxy,
+                    num_pools=64,
+                    maxsize=self.options.max_connections,
+                    block=False,
+                    ssl_context=self._tls,
+                    cert_reqs=self._cert_reqs,
+                )
+                self._proxy_managers[proxy] = manager
+            return manager
 
     def _read_body(self, resp: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
         """The whole body, refused as soon as it is over the cap or past the deadline."""
@@ -380,6 +433,15 @@ def _request_target(url: str, params: tuple[tuple[str, str], ...]) -> _Target | 
     query = "&".join(q for q in (parsed.query, urlencode(params)) if q)
     parsed = parsed._replace(query=query or None)
     return _Target(scheme, host, parsed.port, parsed.request_uri, parsed.url)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _unwrap(hit: HttpResponse | FetchError) -> HttpResponse:

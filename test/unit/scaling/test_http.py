@@ -301,3 +301,51 @@ def test_no_ttl_and_no_token_always_fetches(server: ScriptedServer) -> None:
     http.get(server.url + "/q")
     http.get(server.url + "/q")
     assert server.hits() == 2
+
+
+def _clean_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+def test_http_proxy_from_the_environment_is_used(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scripted server plays the proxy: a request for another host arriving at it, with
+    # that host in its Host header, went through the proxy.
+    _clean_proxy_env(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    server.respond = lambda _r: Reply(200, b"{}")
+    resp = client().get("http://prometheus.example.invalid:9090/api/v1/query", params={"q": "1"})
+    assert resp.status == 200
+    (seen,) = server.requests
+    assert seen.headers["host"] == "prometheus.example.invalid:9090"
+    assert seen.path == "/api/v1/query" and seen.query == {"q": ["1"]}
+
+
+def test_no_proxy_hosts_bypass_the_proxy(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _clean_proxy_env(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    monkeypatch.setenv("NO_PROXY", "example.com,.invalid")
+    server.respond = lambda _r: Reply(200, b"{}")
+    with pytest.raises(FetchError):  # direct: the name does not resolve
+        client(max_attempts=1).get("http://prometheus.monitoring.invalid:9090/api/v1/query")
+    assert server.requests == []  # and the proxy never saw it
+
+
+def test_loopback_is_never_proxied(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_proxy_env(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    server.respond = lambda _r: Reply(200, b"{}")
+    assert client().get(server.url + "/direct").status == 200
+    assert [r.path for r in server.requests] == ["/direct"]
+
+
+def test_an_unreachable_proxy_is_a_fetch_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clean_proxy_env(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(FetchError):
+        client(max_attempts=1).get("http://prometheus.example.invalid/api/v1/query")
