@@ -382,7 +382,7 @@ class LLMScalerReconciler:
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
         if plan.changes:
-            failure = self._scale(obj, scaler, target, plan, recommendation)
+            failure = self._scale(obj, scaler, target, plan, recommendation, now)
             if failure is not None:
                 self.history.put(scaler.uid, plan.history_if_failed)
                 drafts = [
@@ -431,9 +431,11 @@ class LLMScalerReconciler:
         target: TargetView,
         plan: Plan,
         recommendation: Recommendation,
+        started: float,
     ) -> str | None:
-        """Victim hints, then the replica write, then events; the failure message or None."""
-        costs = self._victims(obj, scaler, target, plan)
+        """Victim hints, then the replica write, then events; the failure message or None.
+        ``started`` is when the sync began (its budget is one period)."""
+        costs = self._victims(obj, scaler, target, plan, started)
         try:
             result = self.steps.writer.write(self.client, target, plan.replicas, costs)
         except ApiError as exc:
@@ -542,7 +544,12 @@ class LLMScalerReconciler:
             return None, f"the API server does not serve kind {ref.kind} in {ref.api_version}"
 
     def _victims(
-        self, obj: dict[str, Any], scaler: LLMScaler, target: TargetView, plan: Plan
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        target: TargetView,
+        plan: Plan,
+        started: float,
     ) -> tuple[PodCost, ...]:
         """Deletion-cost changes for a Deployment scale-down under CacheAware; else none."""
         spec = scaler.spec
@@ -567,8 +574,13 @@ class LLMScalerReconciler:
         if query and spec.metric_provider == MetricProvider.CUSTOM:
             _log.info("deletionCostQuery ignored under the Custom provider", scaler=scaler.key)
         elif query and self.steps.cost_source is not None:
+            # The metric fetch may have spent most of the period on retries; the cost query
+            # gets what is left, so one sync never runs into the next.
+            left = float(spec.sync_period_seconds) - (self.clock.now() - started)
             try:
-                costs = self.steps.cost_source.pod_costs(scaler, float(spec.sync_period_seconds))
+                if left <= 0:
+                    raise MetricError("no time left in this sync period after the metric fetch")
+                costs = self.steps.cost_source.pod_costs(scaler, left)
             except MetricError as exc:
                 self._event(
                     obj,

@@ -8,7 +8,7 @@ Every write is recorded so tests can count API calls (the steady state must make
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -258,6 +258,7 @@ class StaticFetcher:
     def __init__(self, measurement: Measurement | None = None) -> None:
         self.measurement = measurement or Measurement("Prometheus")
         self.calls = 0
+        self.takes: Callable[[], None] = lambda: None  # e.g. step a fake clock: a slow source
 
     def set_value(self, value: float | None, target: float = 1.0, error: str | None = None) -> None:
         self.measurement = Measurement(
@@ -270,6 +271,7 @@ class StaticFetcher:
 
     def fetch(self, scaler: Any, budget: float) -> Measurement:
         self.calls += 1
+        self.takes()
         return self.measurement
 
 
@@ -280,9 +282,11 @@ class StaticCostSource:
         self.costs = costs
         self.error = error
         self.calls = 0
+        self.budgets: list[float] = []
 
     def pod_costs(self, scaler: Any, budget: float) -> Mapping[str, int]:
         self.calls += 1
+        self.budgets.append(budget)
         if self.error is not None or self.costs is None:
             raise MetricError(self.error or "no costs")
         return self.costs

@@ -428,6 +428,28 @@ def test_failed_deletion_cost_query_falls_back_to_newest_first(w: World) -> None
     assert "FailedGetDeletionCost" in w.recorder.reasons()
 
 
+def test_deletion_cost_query_gets_what_the_metric_fetch_left_of_the_period(w: World) -> None:
+    _fleet(w, deletion_cost_query="kv * 100")
+    w.costs.costs = {"p1": 90, "p2": 10, "p3": 55}
+    w.fetcher.takes = lambda: w.clock.step(11)  # retries spent 11 s of the 15 s period
+    w.fetcher.set_value(0.75)
+    w.sync()
+    assert w.costs.budgets == [pytest.approx(4.0)]
+    assert w.pod_patches() == {"p1": "90", "p2": "10", "p3": "55"}
+
+
+def test_no_deletion_cost_query_once_the_period_is_spent(w: World) -> None:
+    _fleet(w, deletion_cost_query="kv * 100")
+    w.costs.costs = {"p1": 90, "p2": 10, "p3": 55}
+    w.fetcher.takes = lambda: w.clock.step(15)
+    w.fetcher.set_value(0.75)  # 4 -> 3
+    w.sync()
+    assert w.costs.calls == 0
+    assert w.pod_patches() == {"p4": str(VICTIM_COST)}  # newest first, as on a failed query
+    assert "FailedGetDeletionCost" in w.recorder.reasons()
+    assert w.replicas() == 3
+
+
 def test_custom_provider_ignores_deletion_cost_query(w: World) -> None:
     _fleet(w, provider="Custom", deletion_cost_query="kv")
     w.fetcher.set_decision(3)
