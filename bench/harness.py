@@ -387,10 +387,16 @@ def _scrape_reconciles(url: str) -> float | None:
 
 
 def start_manager(
-    cluster: Cluster, workdir: Path, extra: Sequence[str] = (), name: str = "llmscaler"
+    cluster: Cluster,
+    workdir: Path,
+    extra: Sequence[str] = (),
+    name: str = "llmscaler",
+    *,
+    cpus: frozenset[int] | None = None,
 ) -> ControllerRun:
     """``python -m llmscaler_manager`` with its defaults (plus ``extra`` flags), probes and
-    metrics on free ports; ``name`` labels the figures."""
+    metrics on free ports; ``name`` labels the figures. ``cpus`` confines the process to those
+    CPUs (set before the interpreter has started any thread, so every thread inherits it)."""
     probe, metrics = _free_port(), _free_port()
     log_path = workdir / f"{name}.log"
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child
@@ -412,6 +418,8 @@ def start_manager(
         cwd=REPO,
     )
     log.close()
+    if cpus is not None:
+        os.sched_setaffinity(proc.pid, cpus)
     return ControllerRun(
         name,
         proc,

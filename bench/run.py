@@ -36,11 +36,15 @@ from bench import harness as h
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results.json"
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
-CONTROLLERS = ("llmscaler", "kopf", "llmscaler-lean")
+CONTROLLERS = ("llmscaler", "kopf", "llmscaler-lean", "llmscaler-1cpu")
 # The manager with one worker thread and warning-level logs: isolates what GIL contention
 # between workers and per-sync info logging cost (see RESULTS.md).
 LEAN = "llmscaler-lean"
 LEAN_FLAGS = ("--max-concurrent-reconciles", "1", "--log-level", "warning")
+# The manager with default flags, its process confined to one CPU (sched_setaffinity): the
+# capacity target says "on one core", and this makes it literal rather than an average.
+ONE_CPU = "llmscaler-1cpu"
+ONE_CPU_SET = frozenset({0})
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
@@ -123,6 +127,15 @@ def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
                         functools.partial(h.start_manager, cluster, wd, LEAN_FLAGS, LEAN),
                     )
                 )
+            if args.one_cpu:
+                controllers.append(
+                    (
+                        ONE_CPU,
+                        functools.partial(
+                            h.start_manager, cluster, wd, (), ONE_CPU, cpus=ONE_CPU_SET
+                        ),
+                    )
+                )
             if args.only:
                 controllers = [c for c in controllers if c[0] in args.only]
             for name, start in controllers:
@@ -149,7 +162,8 @@ def run_capacity(args: argparse.Namespace, say: Any) -> list[dict[str, Any]]:
                         }
                     )
                     continue
-                rec = _record(m, "capacity", {**extra, "load_before": load})
+                pinned = {"cpu_affinity": sorted(ONE_CPU_SET)} if name == ONE_CPU else {}
+                rec = _record(m, "capacity", {**extra, **pinned, "load_before": load})
                 out.append(rec)
                 say(_one_line(rec))
     return out
@@ -392,7 +406,7 @@ def plot(records: Sequence[dict[str, Any]]) -> list[Path]:
     cap = [r for r in records if r.get("scenario") == "capacity" and "error" not in r]
     if not cap:
         return []
-    colors = {"llmscaler": "tab:blue", "kopf": "tab:orange", LEAN: "tab:green"}
+    colors = {"llmscaler": "tab:blue", "kopf": "tab:orange", LEAN: "tab:green", ONE_CPU: "tab:red"}
 
     def rows(ctl: str) -> list[dict[str, Any]]:
         return sorted((r for r in cap if r["controller"] == ctl), key=lambda r: r["n"])
@@ -472,6 +486,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--lean",
         action="store_true",
         help=f"also run the manager with {' '.join(LEAN_FLAGS)} ({LEAN})",
+    )
+    p.add_argument(
+        "--one-cpu",
+        action="store_true",
+        help=f"also run the manager confined to CPU {min(ONE_CPU_SET)} ({ONE_CPU})",
     )
     p.add_argument(
         "--only",
