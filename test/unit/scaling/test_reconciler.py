@@ -602,7 +602,9 @@ def test_scale_to_zero_marks_no_pods(w: World) -> None:
     assert w.replicas() == 0 and w.pod_patches() == {}
 
 
-def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -> None:
+def _over_real_http(server: Any, now: list[float], **options: Any) -> tuple[Any, Any]:
+    """A cluster and a reconciler whose providers query ``server`` over the real transport,
+    with the providers' wall clock read from ``now[0]``; Prometheus answers 2."""
     from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
     from llmscaler_runtime.scaling.reconciler import default_steps
 
@@ -610,21 +612,31 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
 
     server.respond = lambda _r: prom_vector(({}, "2"))
     cluster = FakeCluster()
-    now = [1_800_000_000.0]  # wall clock on a tick of the 15 s grid
-    http = MetricHttpClient(HttpOptions(timeout=1, coalesce_ttl=1.0))
     reconciler = LLMScalerReconciler(
         FakeClient(cluster),
         FakeCache(cluster),
         FakeRecorder(),
-        steps=default_steps(http, clock=lambda: now[0]),
+        steps=default_steps(MetricHttpClient(HttpOptions(**options)), clock=lambda: now[0]),
         clock=FakeClock(),
         align_syncs=False,
     )
+    return cluster, reconciler
+
+
+def _put_scaler_on(server: Any, cluster: Any, name: str, web: str, replicas: int) -> Any:
+    """A scaler querying ``server`` and its own Deployment ``web``; returns the scaler."""
+    obj = scaler_obj(name, target=("apps/v1", "Deployment", web))
+    obj["spec"]["serverAddress"] = server.url
+    cluster.put(obj)
+    cluster.put(deployment(web, replicas=replicas))
+    return obj
+
+
+def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -> None:
+    now = [1_800_000_000.0]  # wall clock on a tick of the 15 s grid
+    cluster, reconciler = _over_real_http(server, now, timeout=1, coalesce_ttl=1.0)
     for i in range(20):
-        obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
-        obj["spec"]["serverAddress"] = server.url
-        cluster.put(obj)
-        cluster.put(deployment(f"web{i}", replicas=1))
+        obj = _put_scaler_on(server, cluster, f"s{i}", f"web{i}", replicas=1)
     now[0] += _phase(obj)
     for i in range(20):
         assert reconciler.reconcile(Request("ns", f"s{i}")) == SYNC
@@ -800,28 +812,10 @@ def test_failed_sync_still_uses_the_plain_retry_period(w: World) -> None:
 def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> None:
     """20 scalers evaluated over several seconds of one tick send Prometheus one query; the
     next tick fetches afresh."""
-    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-    from llmscaler_runtime.scaling.reconciler import default_steps
-
-    from .httpserver import prom_vector
-
-    server.respond = lambda _r: prom_vector(({}, "2"))
-    cluster = FakeCluster()
     now = [1_800_000_000.0]  # on a tick of the 15 s grid
-    http = MetricHttpClient(HttpOptions(timeout=1))
-    reconciler = LLMScalerReconciler(
-        FakeClient(cluster),
-        FakeCache(cluster),
-        FakeRecorder(),
-        steps=default_steps(http, clock=lambda: now[0]),
-        clock=FakeClock(),
-        align_syncs=False,
-    )
+    cluster, reconciler = _over_real_http(server, now, timeout=1)
     for i in range(20):
-        obj = scaler_obj(f"s{i}", target=("apps/v1", "Deployment", f"web{i}"))
-        obj["spec"]["serverAddress"] = server.url
-        cluster.put(obj)
-        cluster.put(deployment(f"web{i}", replicas=2))
+        obj = _put_scaler_on(server, cluster, f"s{i}", f"web{i}", replicas=2)
     tick = now[0] + _phase(obj)  # scalers asking the same query share this phase
     for i in range(20):
         now[0] = tick + i * 0.6  # a 12 s burst, far beyond the default 1 s TTL
@@ -946,26 +940,9 @@ def test_a_status_field_the_operator_does_not_own_is_still_cleared(w: World) -> 
 def test_an_off_grid_fetch_is_not_reused_by_the_next_tick(server: Any) -> None:
     """A sync outside the grid (a new or edited scaler) must not hand its answer to the tick
     that follows a few seconds later: that tick measures afresh."""
-    from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-    from llmscaler_runtime.scaling.reconciler import default_steps
-
-    from .httpserver import prom_vector
-
-    server.respond = lambda _r: prom_vector(({}, "2"))
-    cluster = FakeCluster()
     now = [1_800_000_007.6]  # half a period into a tick (shifted by the phase below)
-    reconciler = LLMScalerReconciler(
-        FakeClient(cluster),
-        FakeCache(cluster),
-        FakeRecorder(),
-        steps=default_steps(MetricHttpClient(HttpOptions(timeout=1)), clock=lambda: now[0]),
-        clock=FakeClock(),
-        align_syncs=False,
-    )
-    obj = scaler_obj("s")
-    obj["spec"]["serverAddress"] = server.url
-    cluster.put(obj)
-    cluster.put(deployment(replicas=2))
+    cluster, reconciler = _over_real_http(server, now, timeout=1)
+    obj = _put_scaler_on(server, cluster, "s", "web", replicas=2)
     now[0] += _phase(obj)
     reconciler.reconcile(Request("ns", "s"))
     now[0] += 7.4  # the scaler's next tick
