@@ -127,15 +127,19 @@ class PrometheusProvider:
             raise MetricError(f"cannot query {url}: {exc}") from exc
         return parse_query_response(resp.status, resp.content_type, resp.body)
 
-    def _single_value(self, scaler: LLMScaler, query: str, budget: float) -> float:
+    def _ask(self, scaler: LLMScaler, query: str, budget: float) -> list[Sample]:
+        """``query`` as ``scaler`` asks it: its server and headers, shared within its tick."""
         spec = scaler.spec
-        samples = self.query(
+        return self.query(
             spec.server_address,
             query,
             spec.server_headers,
             budget,
             coalesce_token(spec, self.clock()),
         )
+
+    def _single_value(self, scaler: LLMScaler, query: str, budget: float) -> float:
+        samples = self._ask(scaler, query, budget)
         if not samples:
             raise MetricError("the query returned no series (empty vector)")
         if len(samples) > 1:
@@ -174,17 +178,10 @@ class PrometheusProvider:
         Raises MetricError when the query is unset, fails, or names a pod twice (two costs
         for one pod means the query is not scoped as documented, so none of it is trusted).
         """
-        spec = scaler.spec
-        query = spec.scale_down.deletion_cost_query
+        query = scaler.spec.scale_down.deletion_cost_query
         if not query:
             raise MetricError("no deletionCostQuery is set")
-        samples = self.query(
-            spec.server_address,
-            query,
-            spec.server_headers,
-            budget,
-            coalesce_token(spec, self.clock()),
-        )
+        samples = self._ask(scaler, query, budget)
         costs: dict[str, int] = {}
         for sample in samples:
             pod = sample.labels.get("pod")
