@@ -19,12 +19,13 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import yaml
+
+from llmscaler_runtime.testkit._http import Service
 
 _DURATION = re.compile(r"^[0-9]+(ms|s|m|h)$")
 DEFAULT_BINARY_CANDIDATES = ("/usr/bin/prometheus", "/usr/local/bin/prometheus")
@@ -111,10 +112,11 @@ def build_config(
     }
 
 
-class PrometheusServer:
+class PrometheusServer(Service):
     """A private Prometheus on ``http://127.0.0.1:<port>`` scraping the given targets.
 
-    Use as a context manager or call :meth:`start` / :meth:`stop`. Targets can be changed while
+    Use as a context manager (the test kit's :class:`Service` lifecycle) or call
+    :meth:`start` / :meth:`stop`. Targets can be changed while
     running with :meth:`set_targets` (the config is rewritten and reloaded over HTTP).
     """
 
@@ -245,18 +247,6 @@ class PrometheusServer:
 
     def close(self) -> None:
         self.stop()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- readiness and queries --------------------------------------------------------------
     def wait_ready(self, timeout: float = 30.0) -> None:
