@@ -269,38 +269,28 @@ class MetricHttpClient:
             raise target
         try:
             proxy = self._proxy_for(target)
+            opener: urllib3.HTTPConnectionPool | urllib3.ProxyManager
             if proxy is None:
                 # Straight to the host's pool with the pre-encoded path: PoolManager.urlopen
                 # would parse the whole URL again on every request.
-                pool = self._pool.connection_from_host(target.host, target.port, target.scheme)
-                resp = pool.urlopen(
-                    "GET",
-                    target.path,
-                    headers=call.headers,
-                    assert_same_host=False,
-                    timeout=self._timeout,
-                    retries=False,
-                    redirect=False,
-                    preload_content=False,
-                )
+                opener = self._pool.connection_from_host(target.host, target.port, target.scheme)
+                where = target.path
             else:  # the proxy manager needs the whole URL (absolute form, or a CONNECT tunnel)
-                resp = self._proxy_manager(proxy).urlopen(
-                    "GET",
-                    target.url,
-                    headers=call.headers,
-                    timeout=self._timeout,
-                    retries=False,
-                    redirect=False,
-                    preload_content=False,
-                )
+                opener, where = self._proxy_manager(proxy), target.url
+            resp = opener.urlopen(
+                "GET",
+                where,
+                headers=call.headers,
+                assert_same_host=False,
+                timeout=self._timeout,
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
         except urllib3.exceptions.LocationValueError as exc:
             raise BadRequestError(f"invalid URL {call.url!r}: {exc}") from exc
-        except urllib3.exceptions.TimeoutError as exc:
-            raise FetchError(f"timed out after {opts.timeout:g}s ({type(exc).__name__})") from exc
-        except urllib3.exceptions.SSLError as exc:
-            raise FetchError(f"TLS error: {exc}") from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise FetchError(f"{type(exc).__name__}: {exc}") from exc
+            raise _fetch_error(exc, opts.timeout) from exc
         complete = False
         try:
             body = self._read_body(resp, deadline)
@@ -362,10 +352,8 @@ class MetricHttpClient:
                 if self._clock() > deadline:
                     raise FetchError(f"response took longer than {opts.timeout:g}s")
                 chunks.append(chunk)
-        except urllib3.exceptions.TimeoutError as exc:
-            raise FetchError(f"timed out after {opts.timeout:g}s ({type(exc).__name__})") from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise FetchError(f"{type(exc).__name__}: {exc}") from exc
+            raise _fetch_error(exc, opts.timeout) from exc
         return b"".join(chunks)
 
 
@@ -433,6 +421,15 @@ def _request_target(url: str, params: tuple[tuple[str, str], ...]) -> _Target | 
     query = "&".join(q for q in (parsed.query, urlencode(params)) if q)
     parsed = parsed._replace(query=query or None)
     return _Target(scheme, host, parsed.port, parsed.request_uri, parsed.url)
+
+
+def _fetch_error(exc: Exception, timeout: float) -> FetchError:
+    """The FetchError for a transport failure, whether it struck connecting or reading."""
+    if isinstance(exc, urllib3.exceptions.TimeoutError):
+        return FetchError(f"timed out after {timeout:g}s ({type(exc).__name__})")
+    if isinstance(exc, urllib3.exceptions.SSLError):
+        return FetchError(f"TLS error: {exc}")
+    return FetchError(f"{type(exc).__name__}: {exc}")
 
 
 def _is_loopback(host: str) -> bool:
