@@ -306,6 +306,12 @@ class LLMScalerReconciler:
             return period
         return next_sync_delay(self.clock.now(), period, phase_of(spec))
 
+    def _forget(self, uid: str) -> None:
+        """Drop everything kept for a scaler that is gone: its pacing history and parse."""
+        self.history.forget(uid)
+        with self._uids_lock:
+            self._parsed.pop(uid, None)
+
     def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
         obj = self.cache.get(API_VERSION, KIND, request.name, request.namespace)
@@ -313,9 +319,7 @@ class LLMScalerReconciler:
             with self._uids_lock:
                 uid = self._uids.pop(key, None)
             if uid is not None:
-                self.history.forget(uid)
-                with self._uids_lock:
-                    self._parsed.pop(uid, None)
+                self._forget(uid)
                 _log.info("scaler deleted; history dropped", scaler=key)
             return Result()
         meta = obj.get("metadata") or {}
@@ -324,9 +328,7 @@ class LLMScalerReconciler:
             previous = self._uids.get(key)
             self._uids[key] = uid
         if previous is not None and previous != uid:
-            self.history.forget(previous)  # deleted and re-created under the same name
-            with self._uids_lock:
-                self._parsed.pop(previous, None)
+            self._forget(previous)  # deleted and re-created under the same name
         if meta.get("deletionTimestamp"):
             return Result()
         retry = _retry_period(obj)
