@@ -62,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         steps = default_steps(http, clock=lambda: time.time() + shift[0])
         rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=steps)
         requests = [Request(s.namespace(i), s.name(i)) for i in range(s.n)]
+
+        def one_period() -> None:
+            shift[0] += s.sync_period
+            for r in requests:
+                rec.reconcile(r)
+
         configure_logging("info", "json", stream=devnull)
         for r in requests:  # first syncs: status writes
             rec.reconcile(r)
@@ -70,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             configure_logging(level, "json", stream=devnull)
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(args.passes):
-                shift[0] += s.sync_period
-                for r in requests:
-                    rec.reconcile(r)
+                one_period()
             wall = (time.perf_counter() - t0) / (args.passes * s.n)
             cpu = (time.process_time() - c0) / (args.passes * s.n)
             lines.append(
@@ -85,9 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.passes):
-            shift[0] += s.sync_period
-            for r in requests:
-                rec.reconcile(r)
+            one_period()
         prof.disable()
         buf = io.StringIO()
         stats = pstats.Stats(prof, stream=buf)
