@@ -10,7 +10,7 @@ IMG ?= 4pdosc/llm-operator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject
 PYTEST_ARGS ?=
 
 .PHONY: help venv install test test-tools lint fmt typecheck unit integration demo manifests chart-sync \
-        docker-build deploy undeploy bench prometheus clean
+        docker-build deploy undeploy bench prometheus controlplane clean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,8 +30,16 @@ install: $(STAMP) ## Install the project (editable) into .venv.
 prometheus: ## Make sure a Prometheus binary is available (apt-get when root).
 	@bash hack/ensure-prometheus.sh
 
-test-tools: prometheus ## Prometheus plus the Go libraries the chart-rendering tests compile against.
+# Where hack/ensure-controlplane.sh puts the binaries (keyed by the pinned versions); the tests
+# find them through this variable. Binaries of your own: see TEST_ASSET_* / KUBEBUILDER_ASSETS.
+CONTROLPLANE_BIN = $(shell bash hack/ensure-controlplane.sh --print-dir)
+
+controlplane: ## Build the real control plane (kube-apiserver, etcd, kwok, helm, ...) from Go modules, once.
+	@bash hack/ensure-controlplane.sh
+
+test-tools: prometheus ## Prometheus, the real control plane (where Go is), the chart renderer's Go libraries.
 	@bash hack/ensure-chart-renderer.sh
+	@bash hack/ensure-controlplane.sh --optional
 
 fmt: $(STAMP) ## Format the code with ruff.
 	$(BIN)/ruff format src test bench hack demo examples
@@ -46,13 +54,14 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) test-tools lint ## Install everything, lint, type-check and run the whole test suite.
-	PATH="$$(bash hack/ensure-prometheus.sh --print-dir):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	LLMSCALER_CONTROLPLANE_BIN="$(CONTROLPLANE_BIN)" PATH="$$(bash hack/ensure-prometheus.sh --print-dir):$$PATH" \
+	  $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 unit: $(STAMP) ## Only the unit tests (no servers).
 	$(BIN)/python -m pytest test/unit $(PYTEST_ARGS)
 
-integration: $(STAMP) prometheus ## Only the integration tests.
-	$(BIN)/python -m pytest test/integration $(PYTEST_ARGS)
+integration: $(STAMP) prometheus ## Only the integration tests (on every backend available).
+	LLMSCALER_CONTROLPLANE_BIN="$(CONTROLPLANE_BIN)" $(BIN)/python -m pytest test/integration $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Run the scripted demo on the embedded cluster (see README).
 	-@bash hack/ensure-prometheus.sh --optional
