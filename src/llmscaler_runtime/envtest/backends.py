@@ -1,15 +1,19 @@
-"""Where the test suite's Kubernetes comes from: a real cluster, k3s in Docker, or embedded.
+"""Where the test suite's Kubernetes comes from: embedded, the real control plane, k3s, a cluster.
 
-Choice, in order (``LLMSCALER_TEST_BACKEND=embedded|k3s|kubeconfig`` forces one):
+Backends:
 
-1. ``LLMSCALER_TEST_KUBECONFIG`` is set: that cluster (it must exist and be reachable);
-2. a Docker daemon answers and ``testcontainers`` is importable: k3s via
-   ``testcontainers.k3s.K3SContainer``;
-3. otherwise the embedded API server (with the workload simulator on).
+* ``embedded``: the project's own API server and workload simulator (in-process, pure Python);
+* ``controlplane``: the real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+  kwok, built from Go modules (:mod:`llmscaler_runtime.envtest.controlplane`);
+* ``k3s``: k3s in Docker via ``testcontainers``;
+* ``kubeconfig``: an existing cluster from ``LLMSCALER_TEST_KUBECONFIG``.
 
-Every backend hands out the same surface (:class:`ClusterHandle`): a kubeconfig path, the
-server URL and a client factory, so the fixtures and the tests do not care which one runs.
-Only the embedded backend exposes ``server`` (fault injection, storage access).
+:func:`choose_backends` decides which ones a test session runs on (see its docstring); the
+integration tests run once per chosen backend. Every backend hands out the same surface
+(:class:`ClusterHandle`): a kubeconfig path, the server URL and a client factory, so the
+fixtures and the tests do not care which one runs. Only the embedded backend exposes ``server``
+(fault injection, storage access); only the control plane exposes ``controlplane`` (restarting
+kube-apiserver, ServiceAccount tokens, the matching kubectl).
 """
 
 from __future__ import annotations
@@ -31,10 +35,14 @@ if TYPE_CHECKING:
 
 ENV_KUBECONFIG = "LLMSCALER_TEST_KUBECONFIG"
 ENV_BACKEND = "LLMSCALER_TEST_BACKEND"
+#: ``1``: the real control plane must be usable; its absence fails the session instead of
+#: skipping its tests (CI sets it where Go is installed, so a broken build cannot pass as skips).
+ENV_REQUIRE_CONTROLPLANE = "LLMSCALER_REQUIRE_CONTROLPLANE"
 EMBEDDED = "embedded"
+CONTROLPLANE = "controlplane"
 K3S = "k3s"
 KUBECONFIG = "kubeconfig"
-BACKENDS = (EMBEDDED, K3S, KUBECONFIG)
+BACKENDS = (EMBEDDED, CONTROLPLANE, K3S, KUBECONFIG)
 
 
 class BackendError(RuntimeError):
@@ -48,8 +56,12 @@ class BackendChoice:
     name: str
     reason: str
     kubeconfig: str | None = None
+    #: Why this backend cannot start here (one line), or None when it can.
+    unavailable: str | None = None
 
     def describe(self) -> str:
+        if self.unavailable:
+            return f"{self.name} (unavailable: {self.unavailable})"
         return f"{self.name} ({self.reason})"
 
 
@@ -85,12 +97,29 @@ def testcontainers_available() -> bool:
         return False
 
 
-def choose_backend(environ: dict[str, str] | None = None) -> BackendChoice:
-    """Decide the backend from the environment; raises BackendError for a bad forced choice."""
-    env = dict(os.environ if environ is None else environ)
-    forced = env.get(ENV_BACKEND, "").strip().lower()
-    if forced and forced not in BACKENDS:
-        raise BackendError(f"{ENV_BACKEND}={forced!r}: expected one of {', '.join(BACKENDS)}")
+def _controlplane_choice(reason: str, env: dict[str, str]) -> BackendChoice:
+    """The control plane, marked unavailable (with the one-line reason) when binaries lack."""
+    try:
+        from llmscaler_runtime.envtest.controlplane.assets import (
+            CORE,
+            WORKLOADS,
+            MissingBinaries,
+            find_binaries,
+        )
+    except ImportError as exc:  # cryptography missing: the extra is not installed
+        unavailable: str | None = str(exc)
+    else:
+        try:
+            find_binaries(CORE + WORKLOADS, env)
+            unavailable = None
+        except MissingBinaries as exc:
+            unavailable = str(exc)
+    if unavailable and env.get(ENV_REQUIRE_CONTROLPLANE, "").strip() in ("1", "true", "yes"):
+        raise BackendError(f"{ENV_REQUIRE_CONTROLPLANE} is set but the {unavailable}")
+    return BackendChoice(CONTROLPLANE, reason, unavailable=unavailable)
+
+
+def _primary(forced: str, env: dict[str, str]) -> BackendChoice:
     kubeconfig = env.get(ENV_KUBECONFIG, "").strip()
     if forced == KUBECONFIG or (not forced and kubeconfig):
         if not kubeconfig:
@@ -100,6 +129,8 @@ def choose_backend(environ: dict[str, str] | None = None) -> BackendChoice:
         return BackendChoice(KUBECONFIG, f"real cluster from {ENV_KUBECONFIG}", kubeconfig)
     if forced == EMBEDDED:
         return BackendChoice(EMBEDDED, f"forced by {ENV_BACKEND}")
+    if forced == CONTROLPLANE:
+        return _controlplane_choice(f"forced by {ENV_BACKEND}", env)
     if forced == K3S or not forced:
         have_tc = testcontainers_available()
         have_docker = have_tc and docker_reachable()
@@ -110,6 +141,36 @@ def choose_backend(environ: dict[str, str] | None = None) -> BackendChoice:
             raise BackendError(f"{ENV_BACKEND}=k3s but {missing}")
     why = "no Docker daemon" if testcontainers_available() else "testcontainers not installed"
     return BackendChoice(EMBEDDED, f"no {ENV_KUBECONFIG}, {why}")
+
+
+def choose_backends(environ: dict[str, str] | None = None) -> list[BackendChoice]:
+    """Every backend a test session runs its cluster tests on, in order.
+
+    * ``LLMSCALER_TEST_BACKEND=a,b`` (one or more of embedded, controlplane, k3s, kubeconfig):
+      exactly those;
+    * ``LLMSCALER_TEST_KUBECONFIG`` set: that cluster only (it must exist);
+    * otherwise: k3s when a Docker daemon answers, else the embedded server; plus the real
+      control plane. When its binaries are missing the control-plane tests skip with one line
+      saying how to build them, unless ``LLMSCALER_REQUIRE_CONTROLPLANE=1`` (then this raises).
+
+    Raises :class:`BackendError` for a bad forced choice.
+    """
+    env = dict(os.environ if environ is None else environ)
+    forced = [b.strip().lower() for b in env.get(ENV_BACKEND, "").split(",") if b.strip()]
+    for name in forced:
+        if name not in BACKENDS:
+            raise BackendError(f"{ENV_BACKEND}={name!r}: expected one of {', '.join(BACKENDS)}")
+    if forced:
+        return [_primary(name, env) for name in dict.fromkeys(forced)]
+    primary = _primary("", env)
+    if primary.name == KUBECONFIG:
+        return [primary]
+    return [primary, _controlplane_choice("real control plane built from Go modules", env)]
+
+
+def choose_backend(environ: dict[str, str] | None = None) -> BackendChoice:
+    """The first of :func:`choose_backends` (the backend a single-cluster caller should use)."""
+    return choose_backends(environ)[0]
 
 
 class ClusterHandle:
@@ -127,6 +188,7 @@ class ClusterHandle:
         url: str,
         *,
         environment: Any = None,
+        controlplane: Any = None,
         container: Any = None,
         tmpdir: tempfile.TemporaryDirectory[str] | None = None,
     ) -> None:
@@ -135,6 +197,7 @@ class ClusterHandle:
         self.kubeconfig_path = kubeconfig_path
         self.url = url
         self.environment = environment
+        self._controlplane = controlplane
         self._container = container
         self._tmpdir = tmpdir
 
@@ -151,6 +214,16 @@ class ClusterHandle:
             )
         return self.environment.server
 
+    @property
+    def controlplane(self) -> Any:
+        """The :class:`~llmscaler_runtime.envtest.controlplane.ControlPlane` (that backend only)."""
+        if self._controlplane is None:
+            raise BackendError(
+                f"the {self.backend} backend is not the real control plane; "
+                "mark the test with @pytest.mark.envtest_controlplane"
+            )
+        return self._controlplane
+
     def client(self) -> Client:
         from llmscaler_runtime.kube import Client
 
@@ -160,6 +233,8 @@ class ClusterHandle:
         try:
             if self.environment is not None:
                 self.environment.stop()
+            if self._controlplane is not None:
+                self._controlplane.stop()
             if self._container is not None:
                 self._container.stop()
         finally:
@@ -232,6 +307,18 @@ def start_backend(
     simulate_workloads: bool = True,
 ) -> ClusterHandle:
     """Start (or connect to) the chosen backend and install the CRDs on it."""
+    if choice.unavailable:
+        raise BackendError(choice.unavailable)
+    if choice.name == CONTROLPLANE:
+        from llmscaler_runtime.envtest.controlplane import ControlPlane
+
+        cp = ControlPlane(
+            [str(p) for p in crd_files(crd_paths)],
+            workloads=simulate_workloads,
+            pod_ready_seconds=pod_startup_seconds,
+        )
+        cp.start()
+        return ClusterHandle(choice, cp.kubeconfig_path, cp.url, controlplane=cp)
     if choice.name == EMBEDDED:
         from llmscaler_runtime.envtest.environment import Environment
 

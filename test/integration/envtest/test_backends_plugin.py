@@ -55,7 +55,7 @@ def run_inner(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProces
 def test_embedded_backend_header_and_fixtures(tmp_path: Path) -> None:
     proc = run_inner(tmp_path, {"LLMSCALER_TEST_BACKEND": "embedded", "EXPECT_BACKEND": "embedded"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "envtest backend: embedded (forced by LLMSCALER_TEST_BACKEND)" in proc.stdout
+    assert "envtest backends: embedded (forced by LLMSCALER_TEST_BACKEND)" in proc.stdout
     assert "2 passed" in proc.stdout
 
 
@@ -66,7 +66,7 @@ def test_kubeconfig_backend_skips_embedded_only_tests(tmp_path: Path, kubeconfig
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (
-        "envtest backend: kubeconfig (real cluster from LLMSCALER_TEST_KUBECONFIG)" in proc.stdout
+        "envtest backends: kubeconfig (real cluster from LLMSCALER_TEST_KUBECONFIG)" in proc.stdout
     )
     assert "1 passed, 1 skipped" in proc.stdout
     assert "needs the embedded API server" in proc.stdout
@@ -76,4 +76,4 @@ def test_unusable_backend_setting_is_reported(tmp_path: Path) -> None:
     proc = run_inner(tmp_path, {"LLMSCALER_TEST_BACKEND": "minikube", "EXPECT_BACKEND": "x"})
     assert proc.returncode != 0
     assert "envtest backend: unusable" in proc.stdout
-    assert "expected one of embedded, k3s, kubeconfig" in proc.stdout
+    assert "expected one of embedded, controlplane, k3s, kubeconfig" in proc.stdout

@@ -15,9 +15,73 @@ from llmscaler_runtime.envtest import backends
 from llmscaler_runtime.envtest.backends import (
     BackendError,
     choose_backend,
+    choose_backends,
     crd_files,
     docker_reachable,
 )
+from llmscaler_runtime.envtest.controlplane.assets import CORE, WORKLOADS
+
+
+def _fake_binaries(directory: Path, names: tuple[str, ...] = CORE + WORKLOADS) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        f = directory / name
+        f.write_text("#!/bin/sh\n")
+        f.chmod(0o755)
+    return directory
+
+
+def _no_cache(tmp_path: Path) -> dict[str, str]:
+    """An environment in which no control-plane binaries can be found."""
+    return {"LLMSCALER_CACHE_DIR": str(tmp_path / "empty-cache")}
+
+
+def test_default_runs_embedded_and_the_control_plane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "docker_reachable", lambda timeout=0.5: False)
+    bins = _fake_binaries(tmp_path / "bin")
+    env = {**_no_cache(tmp_path), "LLMSCALER_CONTROLPLANE_BIN": str(bins)}
+    choices = choose_backends(env)
+    assert [c.name for c in choices] == ["embedded", "controlplane"]
+    assert all(c.unavailable is None for c in choices)
+
+
+def test_control_plane_without_binaries_is_listed_unavailable_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "docker_reachable", lambda timeout=0.5: False)
+    embedded, controlplane = choose_backends(_no_cache(tmp_path))
+    assert embedded.unavailable is None
+    assert controlplane.unavailable is not None
+    assert "\n" not in controlplane.unavailable
+    assert "make controlplane" in controlplane.unavailable
+    assert "kube-apiserver" in controlplane.unavailable
+    assert "unavailable" in controlplane.describe()
+
+
+def test_required_control_plane_without_binaries_is_an_error(tmp_path: Path) -> None:
+    env = {**_no_cache(tmp_path), "LLMSCALER_REQUIRE_CONTROLPLANE": "1"}
+    with pytest.raises(BackendError, match="LLMSCALER_REQUIRE_CONTROLPLANE is set but"):
+        choose_backends(env)
+
+
+def test_forced_list_of_backends_keeps_order_and_drops_repeats(tmp_path: Path) -> None:
+    bins = _fake_binaries(tmp_path / "bin")
+    env = {
+        **_no_cache(tmp_path),
+        "KUBEBUILDER_ASSETS": str(bins),
+        "LLMSCALER_TEST_BACKEND": "controlplane, embedded,controlplane",
+    }
+    assert [c.name for c in choose_backends(env)] == ["controlplane", "embedded"]
+    assert choose_backend(env).name == "controlplane"
+
+
+def test_a_kubeconfig_cluster_runs_alone(tmp_path: Path) -> None:
+    kc = tmp_path / "kc"
+    kc.write_text("apiVersion: v1\n")
+    env = {**_no_cache(tmp_path), "LLMSCALER_TEST_KUBECONFIG": str(kc)}
+    assert [c.name for c in choose_backends(env)] == ["kubeconfig"]
 
 
 def test_kubeconfig_variable_selects_the_real_cluster(tmp_path: Path) -> None:
@@ -34,7 +98,9 @@ def test_missing_kubeconfig_file_is_an_error(tmp_path: Path) -> None:
 
 
 def test_forced_backend_must_be_known() -> None:
-    with pytest.raises(BackendError, match="expected one of embedded, k3s, kubeconfig"):
+    with pytest.raises(
+        BackendError, match="expected one of embedded, controlplane, k3s, kubeconfig"
+    ):
         choose_backend({"LLMSCALER_TEST_BACKEND": "minikube"})
 
 
