@@ -1,9 +1,13 @@
-"""``python -m llmscaler_runtime.envtest serve``: the embedded API server for humans and scripts.
+"""``python -m llmscaler_runtime.envtest serve``: an API server for humans and scripts.
 
-Prints the kubeconfig path (and an ``export KUBECONFIG=...`` line) once the server answers, then
-runs until SIGTERM or SIGINT and exits 0. With ``--kubeconfig-out`` the kubeconfig is also written
-atomically to that path, so a script can poll for the file to know the server is ready; the file
-is removed again on shutdown because it would point at a dead server.
+``--backend embedded`` (the default) is the project's own server; ``--backend controlplane`` is
+the real etcd + kube-apiserver (and, with ``--simulate-workloads``, kube-controller-manager,
+kube-scheduler and kwok) built by ``make controlplane``. Without those binaries it exits 1 with
+one line saying how to build them. Prints the kubeconfig path (and an ``export KUBECONFIG=...``
+line) once the server answers, then runs until SIGTERM or SIGINT and exits 0. With
+``--kubeconfig-out`` the kubeconfig is also written atomically to that path, so a script can poll
+for the file to know the server is ready; the file is removed again on shutdown because it would
+point at a dead server.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 
 def _port(text: str) -> int:
@@ -52,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser("serve", help="run the API server until SIGTERM/SIGINT")
+    serve.add_argument(
+        "--backend",
+        choices=("embedded", "controlplane"),
+        default="embedded",
+        help="embedded: the project's own server (default); controlplane: the real "
+        "kube-apiserver and etcd built from Go modules (make controlplane)",
+    )
     serve.add_argument("--port", type=_port, default=0, help="TCP port on 127.0.0.1 (0: random)")
     serve.add_argument("--kubeconfig-out", metavar="PATH", help="also write the kubeconfig here")
     serve.add_argument(
@@ -65,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--simulate-workloads",
         action="store_true",
-        help="run Deployments/ReplicaSets/StatefulSets: create pods and make them Ready",
+        help="run Deployments/ReplicaSets/StatefulSets: create pods and make them Ready "
+        "(controlplane: kube-controller-manager, kube-scheduler and kwok with fake nodes)",
     )
     serve.add_argument(
         "--pod-startup-seconds",
@@ -74,7 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="simulated pod cold start before Ready (default 2.0)",
     )
-    serve.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed cert")
+    serve.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a self-signed cert (the controlplane backend always does)",
+    )
     return parser
 
 
@@ -91,15 +108,30 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
-def serve(args: argparse.Namespace) -> int:
+class _Server(Protocol):
+    """What serve needs of either backend."""
+
+    @property
+    def kubeconfig_path(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+def _start(args: argparse.Namespace) -> _Server:
+    if args.backend == "controlplane":
+        from llmscaler_runtime.envtest.controlplane import ControlPlane
+
+        return ControlPlane(
+            args.crd,
+            workloads=args.simulate_workloads,
+            pod_ready_seconds=args.pod_startup_seconds,
+            port=args.port,
+        ).start()
     from llmscaler_runtime.envtest.environment import Environment
 
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     env = Environment(
         args.crd,
         simulate_workloads=args.simulate_workloads,
@@ -107,16 +139,38 @@ def serve(args: argparse.Namespace) -> int:
         tls=args.tls,
         port=args.port,
     )
-    out_path: str | None = None
     try:
         env.start()
         env.wait_ready()
-        kubeconfig = env.kubeconfig_path
+    except BaseException:
+        env.stop()
+        raise
+    return env
+
+
+def serve(args: argparse.Namespace) -> int:
+    from llmscaler_runtime.envtest.controlplane import ControlPlaneError, MissingBinaries
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    out_path: str | None = None
+    server: _Server | None = None
+    try:
+        try:
+            server = _start(args)
+        except (MissingBinaries, ControlPlaneError) as exc:
+            print(f"envtest: {exc}", file=sys.stderr)
+            return 1
+        kubeconfig = server.kubeconfig_path
         if args.kubeconfig_out:
             _write_atomically(args.kubeconfig_out, Path(kubeconfig).read_text(encoding="utf-8"))
             out_path = kubeconfig = os.path.abspath(args.kubeconfig_out)
         workloads = "on" if args.simulate_workloads else "off"
-        print(f"envtest API server ready at {env.url} (workload simulation {workloads})")
+        print(f"envtest API server ({args.backend}) ready at {server.url} (workloads {workloads})")
         print(f"kubeconfig: {kubeconfig}")
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
         while not stop.wait(0.5):
@@ -124,7 +178,8 @@ def serve(args: argparse.Namespace) -> int:
         print("envtest: shutting down", flush=True)
     finally:
         try:
-            env.stop()
+            if server is not None:
+                server.stop()
         finally:
             if out_path is not None:
                 Path(out_path).unlink(missing_ok=True)

@@ -99,19 +99,22 @@ def testcontainers_available() -> bool:
 
 def _controlplane_choice(reason: str, env: dict[str, str]) -> BackendChoice:
     """The control plane, marked unavailable (with the one-line reason) when binaries lack."""
-    try:
-        from llmscaler_runtime.envtest.controlplane.assets import (
-            CORE,
-            WORKLOADS,
-            MissingBinaries,
-            find_binaries,
+    from llmscaler_runtime.envtest.controlplane.assets import (
+        CORE,
+        WORKLOADS,
+        MissingBinaries,
+        find_binaries,
+    )
+
+    unavailable: str | None = None
+    if importlib.util.find_spec("cryptography") is None:
+        unavailable = (
+            "real control plane unavailable: the 'cryptography' package is not installed "
+            "(pip install 'llmscaler[controlplane]')"
         )
-    except ImportError as exc:  # cryptography missing: the extra is not installed
-        unavailable: str | None = str(exc)
     else:
         try:
             find_binaries(CORE + WORKLOADS, env)
-            unavailable = None
         except MissingBinaries as exc:
             unavailable = str(exc)
     if unavailable and env.get(ENV_REQUIRE_CONTROLPLANE, "").strip() in ("1", "true", "yes"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -89,3 +90,99 @@ def test_bad_flags_exit_2_with_a_message(
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def _controlplane_kubectl() -> str:
+    from llmscaler_runtime.envtest.controlplane import MissingBinaries, find_binaries
+
+    try:
+        return str(find_binaries(["kubectl", "kube-apiserver", "etcd"])["kubectl"])
+    except MissingBinaries as exc:
+        pytest.skip(str(exc))
+
+
+def test_serve_controlplane_runs_the_real_server_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    import psutil
+
+    kubectl = _controlplane_kubectl()
+    kc = tmp_path / "kubeconfig"
+    crds = Path(__file__).resolve().parents[3] / "config" / "crd" / "bases"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llmscaler_runtime.envtest",
+            "serve",
+            "--backend",
+            "controlplane",
+            "--crd",
+            str(crds),
+            "--kubeconfig-out",
+            str(kc),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        _wait_file(kc, proc, timeout=120)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        names = sorted(c.name() for c in children)
+        assert names == ["etcd", "kube-apiserver"], names
+        version = subprocess.run(
+            [kubectl, "--kubeconfig", str(kc), "version", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert version.returncode == 0, version.stderr
+        server = json.loads(version.stdout)["serverVersion"]
+        assert server["gitVersion"].startswith("v1."), server
+        assert server["gitVersion"] != "v0.0.0-master+$Format:%H$"
+        crd = subprocess.run(
+            [kubectl, "--kubeconfig", str(kc), "get", "crd", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert "customresourcedefinition.apiextensions.k8s.io/llmscalers." in crd.stdout
+        tmpdirs = {
+            arg.split("=", 1)[1].rsplit("/", 1)[0]
+            for c in children
+            for arg in c.cmdline()
+            if arg.startswith("--data-dir=")
+        }
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "envtest API server (controlplane) ready at https://127.0.0.1:" in out
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"stray processes after shutdown: {alive}"
+    assert tmpdirs and not any(Path(d).exists() for d in tmpdirs), tmpdirs
+    assert not kc.exists()
+
+
+def test_serve_controlplane_without_binaries_says_how_to_build_them(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TEST_ASSET_", "KUBEBUILDER_ASSETS", "LLMSCALER_CONTROLPLANE_BIN"))
+    }
+    env["LLMSCALER_CACHE_DIR"] = str(tmp_path / "empty")
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmscaler_runtime.envtest", "serve", "--backend", "controlplane"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "real control plane unavailable" in lines[0]
+    assert "make controlplane" in lines[0]

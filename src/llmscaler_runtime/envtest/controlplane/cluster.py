@@ -36,12 +36,15 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .assets import CORE, WORKLOADS, Assets, find_binaries
-from .pki import ClientCert, Pki, create_pki
 from .process import Component, ComponentExited
 from .stages import kwok_config
 
 if TYPE_CHECKING:
     from llmscaler_runtime.kube import Client
+
+    # Imported when a control plane starts: it needs the optional 'cryptography' package, and
+    # importing this package (for MissingBinaries, say) must work without it.
+    from .pki import ClientCert, Pki
 
 __all__ = ["ControlPlane", "ControlPlaneError"]
 
@@ -115,6 +118,8 @@ class ControlPlane:
         return self
 
     def _start(self) -> None:
+        from .pki import create_pki
+
         (self.directory / "logs").mkdir()
         self.pki = create_pki(self.directory / "pki", service_ip=SERVICE_IP)
         deadline = time.monotonic() + self.startup_timeout
