@@ -12,10 +12,17 @@ with callers presenting the same token. The scaling providers pass the scaler's 
 (``scaling.schedule``), and syncs run on that tick grid, so every scaler sharing a query shares
 one fetch per tick, and no answer outlives its tick. Without a token, answers are shared for
 ``coalesce_ttl``. Either way the load on Prometheus grows with unique queries, not scalers.
+
+Only a usable answer is kept for later callers. A failure (no response, an error status, or a
+body the caller's reader refuses, see :meth:`MetricHttpClient.get_as`) reaches the callers that
+were already waiting for that attempt and no one else: the next caller makes a new attempt. A
+failure kept for the tick would turn every retry of the tick into a re-read of the same failure,
+so ``retryPeriodSeconds`` would do nothing until the tick ended.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import ipaddress
 import ssl
@@ -23,6 +30,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar, cast
 from urllib.parse import urlencode
 
 import attrs
@@ -45,6 +53,8 @@ __all__ = [
 MiB = 1024 * 1024
 _CHUNK = 64 * 1024  # read size while streaming a body: the cap and deadline are checked per read
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -101,18 +111,35 @@ class _RetryableStatus(Exception):
         self.response = response
 
 
-class _Flight:
-    """One key's fetch in progress: callers of the same key queue on its lock."""
+class _ErrorStatus(Exception):
+    """A complete response whose status says it failed: ``get`` returns it, never shares it."""
 
-    __slots__ = ("lock", "waiters")
+    def __init__(self, response: HttpResponse) -> None:
+        super().__init__(response)
+        self.response = response
+
+
+def _response(resp: HttpResponse) -> HttpResponse:
+    """The reader of plain ``get``: any 2xx answer is usable, anything else is a failure."""
+    if 200 <= resp.status < 300:
+        return resp
+    raise _ErrorStatus(resp)
+
+
+class _Flight:
+    """One key's attempt in progress. The caller making it holds ``lock`` from the start; the
+    callers that join wait on the lock, then read ``outcome`` (a value, or the exception)."""
+
+    __slots__ = ("lock", "outcome")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.waiters = 0
+        self.lock.acquire()
+        self.outcome: object = FetchError("the attempt this request waited for was abandoned")
 
 
 _Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
-_CacheKey = tuple[_Key, Hashable]
+_CacheKey = tuple[_Key, Hashable, Callable[[HttpResponse], Any]]
 
 
 class MetricHttpClient:
@@ -171,12 +198,12 @@ class MetricHttpClient:
             reraise=True,
         )
         self._lock = threading.Lock()
-        # (request, token) -> (fetched at, answer); token None entries expire after coalesce_ttl
-        self._cache: LRUCache[_CacheKey, tuple[float, HttpResponse | FetchError]] = LRUCache(
-            maxsize=4096
-        )
+        # (request, token, reader) -> (fetched at, what the reader made of a usable answer);
+        # token None entries expire after coalesce_ttl. Failures are never stored.
+        self._cache: LRUCache[_CacheKey, tuple[float, Any]] = LRUCache(maxsize=4096)
         self._inflight: dict[_CacheKey, _Flight] = {}
         self.requests_sent = 0  # attempts that reached the network layer; for tests and metrics
+        self.callers_joined = 0  # callers that waited for another's attempt; tests and metrics
 
     def close(self) -> None:
         """Close pooled connections."""
@@ -199,49 +226,76 @@ class MetricHttpClient:
 
         ``budget`` is the time the caller can spend in total, retries included. ``coalesce`` is
         a token: identical requests with the same token share one answer (see module docstring).
+        A response outside 2xx is returned all the same, but shared only with the callers that
+        waited for it.
+        """
+        try:
+            return self.get_as(
+                _response, url, params=params, headers=headers, budget=budget, coalesce=coalesce
+            )
+        except _ErrorStatus as exc:
+            return exc.response
+
+    def get_as(
+        self,
+        read: Callable[[HttpResponse], T],
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        budget: float | None = None,
+        coalesce: Hashable | None = None,
+    ) -> T:
+        """GET ``url`` and return ``read(response)``; raise FetchError or what ``read`` raised.
+
+        ``read`` decides what a usable answer is: whatever it raises marks the answer as a
+        failure, which only the callers already waiting for this attempt see. What it returns
+        is shared as it is with later callers of the same request, token and ``read``, so it
+        must be immutable (or treated so) and ``read`` must be a stable, hashable callable (a
+        module-level function, or a frozen instance that compares by value). Sharing the read
+        value also spares every caller but the first the parsing.
         """
         params = dict(params or {})
         headers = dict(headers or {})
         if coalesce is None and self.options.coalesce_ttl <= 0:
-            return self._fetch(url, params, headers, budget)
+            return read(self._fetch(url, params, headers, budget))
         request: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
-        key: _CacheKey = (request, coalesce)
+        key: _CacheKey = (request, coalesce, read)
         asked_at = self._clock()
         with self._lock:
-            hit = self._fresh(key, asked_at)
-            if hit is None:
-                flight = self._inflight.setdefault(key, _Flight())
-                flight.waiters += 1
-        if hit is not None:
-            return _unwrap(hit)
+            entry = self._cache.get(key)
+            if entry is not None and (
+                coalesce is not None or entry[0] >= asked_at - self.options.coalesce_ttl
+            ):
+                return cast(T, entry[1])
+            flight = self._inflight.get(key)
+            if flight is None:
+                self._inflight[key] = flight = _Flight()
+                leading = True
+            else:
+                self.callers_joined += 1
+                leading = False
+        if not leading:
+            with flight.lock:  # released once the attempt is over
+                pass
+            if isinstance(flight.outcome, BaseException):
+                raise _own_copy(flight.outcome)
+            return cast(T, flight.outcome)
+        fetched_at = self._clock()
+        usable = False
         try:
-            with flight.lock:
-                # Whoever held the lock before us may have fetched after we asked: share it.
-                with self._lock:
-                    hit = self._fresh(key, asked_at)
-                if hit is None:
-                    fetched_at = self._clock()
-                    try:
-                        hit = self._fetch(url, params, headers, budget)
-                    except FetchError as exc:
-                        hit = exc
-                    with self._lock:
-                        self._cache[key] = (fetched_at, hit)
+            value = read(self._fetch(url, params, headers, budget))
+            flight.outcome, usable = value, True
+        except Exception as exc:
+            flight.outcome = exc
+            raise
         finally:
             with self._lock:
-                flight.waiters -= 1
-                if flight.waiters == 0:
-                    self._inflight.pop(key, None)
-        return _unwrap(hit)
-
-    def _fresh(self, key: _CacheKey, asked_at: float) -> HttpResponse | FetchError | None:
-        """The shared answer for ``key``: any under a token, else one younger than the TTL."""
-        entry = self._cache.get(key)
-        if entry is None:
-            return None
-        if key[1] is None and entry[0] < asked_at - self.options.coalesce_ttl:
-            return None
-        return entry[1]
+                if usable:
+                    self._cache[key] = (fetched_at, flight.outcome)
+                del self._inflight[key]
+            flight.lock.release()
+        return value
 
     def _fetch(
         self, url: str, params: dict[str, str], headers: dict[str, str], budget: float | None
@@ -441,7 +495,12 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _unwrap(hit: HttpResponse | FetchError) -> HttpResponse:
-    if isinstance(hit, FetchError):
-        raise FetchError(str(hit))
-    return hit
+def _own_copy(exc: BaseException) -> BaseException:
+    """A copy of a shared attempt's failure for one waiting caller to raise: raising the one
+    exception object from several threads at once would tangle their tracebacks."""
+    try:
+        mine = copy.copy(exc)
+    except Exception:
+        return FetchError(str(exc))
+    mine.__cause__ = exc.__cause__
+    return mine

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
 import pytest
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -50,6 +53,60 @@ def prom_vector(*series: tuple[dict[str, str], str]) -> Reply:
             },
         }
     )
+
+
+def held(gate: threading.Event, reply: Reply) -> Callable[[Seen], Reply]:
+    """A responder that answers ``reply`` only once ``gate`` is set: the attempt stays in
+    flight while a test lines up the callers that are meant to share it."""
+
+    def respond(_req: Seen) -> Reply:
+        if not gate.wait(10):
+            raise AssertionError("the held reply was never released")
+        return reply
+
+    return respond
+
+
+def together(
+    n: int,
+    call: Callable[[], T],
+    *,
+    joined: Callable[[], int],
+    gate: threading.Event,
+    timeout: float = 10.0,
+) -> list[T | Exception]:
+    """Run ``call`` in ``n`` threads released by one barrier; set ``gate`` (the server's
+    held reply, see :func:`held`) only once ``joined()`` says the other ``n - 1`` callers
+    are waiting for the attempt in flight, so they cannot have arrived after it finished.
+    Returns each call's result or exception."""
+    barrier = threading.Barrier(n)
+    outcomes: list[T | Exception] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        barrier.wait(timeout)
+        try:
+            result: T | Exception = call()
+        except Exception as exc:
+            result = exc
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while joined() < n - 1:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"only {joined()} of {n - 1} callers joined the attempt")
+            time.sleep(0.001)
+    finally:
+        gate.set()
+        for t in threads:
+            t.join(timeout)
+    assert len(outcomes) == n, f"{n - len(outcomes)} callers never returned"
+    return outcomes
 
 
 class ScriptedServer:

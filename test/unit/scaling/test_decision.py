@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from llmscaler_runtime.scaling.providers.base import ProviderFetcher
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
 
 from .fakes import scaler_obj
-from .httpserver import Reply, ScriptedServer, json_reply
+from .httpserver import Reply, ScriptedServer, held, json_reply, together
 
 API = "llmscaling.inference.x-k8s.io/v1alpha1"
 HTTP = HttpOptions(timeout=0.5, connect_timeout=0.5, max_attempts=1, coalesce_ttl=0, retry_wait=0)
@@ -193,3 +194,70 @@ def test_provider_is_chosen_by_spec_and_never_falls_back() -> None:
 
 def test_empty_namespace_does_not_narrow_the_match() -> None:
     assert parse(doc(decision(6, ns="team")), ns="") == 6
+
+
+# -- sharing answers within a sync tick ---------------------------------------------------------
+
+NOW = 1_800_000_000.0
+
+
+def ticking() -> DecisionProvider:
+    """A provider whose wall clock stands still: every call falls in the same tick."""
+    return DecisionProvider(MetricHttpClient(HTTP), clock=lambda: NOW)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, b"{}"),
+        Reply(200, b"<html></html>", "text/html"),
+        json_reply(doc(decision(3, service="other"))),
+        json_reply(doc(decision(3), api="llmscaling.inference.x-k8s.io/v2")),
+    ],
+    ids=["500", "html", "no-match", "api-version"],
+)
+def test_a_failed_decision_is_asked_again_within_the_same_tick(
+    server: ScriptedServer, reply: Reply
+) -> None:
+    server.respond = lambda _r: reply
+    provider = ticking()
+    assert provider.fetch(custom_scaler(server.url), 5.0).error
+    assert provider.fetch(custom_scaler(server.url), 5.0).error
+    assert server.hits() == 2
+
+
+def test_a_good_decision_is_shared_within_the_tick(server: ScriptedServer) -> None:
+    server.respond = lambda _r: json_reply(doc(decision(4)))
+    provider = ticking()
+    assert provider.fetch(custom_scaler(server.url), 5.0).decision == 4
+    server.respond = lambda _r: json_reply(doc(decision(8)))
+    assert provider.fetch(custom_scaler(server.url), 5.0).decision == 4
+    assert server.hits() == 1
+
+
+def test_a_decision_is_shared_only_with_scalers_that_read_it_alike(server: ScriptedServer) -> None:
+    # two scalers ask the same URL; only one of them finds its namespace in the reply
+    server.respond = lambda _r: json_reply(doc(decision(4, ns="team")))
+    provider = ticking()
+    assert provider.fetch(custom_scaler(server.url, ns="team"), 5.0).decision == 4
+    other = provider.fetch(custom_scaler(server.url, ns="elsewhere"), 5.0)
+    assert other.decision is None and "namespace 'elsewhere'" in (other.error or "")
+    assert provider.fetch(custom_scaler(server.url, ns="team"), 5.0).decision == 4
+    provider.fetch(custom_scaler(server.url, ns="elsewhere"), 5.0)
+    assert server.hits() == 3  # one shared success, two separate failures
+
+
+def test_concurrent_scalers_share_one_failing_decision(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(gate, Reply(500, b"{}"))
+    provider = ticking()
+    measurements = together(
+        4,
+        lambda: provider.fetch(custom_scaler(server.url), 5.0),
+        joined=lambda: provider.http.callers_joined,
+        gate=gate,
+    )
+    assert all(isinstance(m, Measurement) and "HTTP 500" in (m.error or "") for m in measurements)
+    assert server.hits() == 1
+    provider.fetch(custom_scaler(server.url), 5.0)
+    assert server.hits() == 2

@@ -12,9 +12,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from llmscaler_runtime.scaling.http import FetchError, HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.http import FetchError, HttpOptions, HttpResponse, MetricHttpClient
 
-from .httpserver import Reply, ScriptedServer, Seen
+from .httpserver import Reply, ScriptedServer, Seen, held, together
 
 FAST = HttpOptions(connect_timeout=0.5, timeout=0.5, retry_wait=0.0, coalesce_ttl=0.0)
 
@@ -168,17 +168,105 @@ def test_coalesced_answer_expires_after_ttl(server: ScriptedServer) -> None:
     assert server.hits() == 2
 
 
-def test_failures_are_coalesced_too() -> None:
+TOKEN = (6, 0.25, 300_000_000)  # a scaler's (period, phase, tick), as the providers pass it
+
+
+@pytest.mark.parametrize("token", [None, TOKEN], ids=["ttl", "token"])
+def test_a_failure_is_never_served_to_a_later_caller(token: tuple[int, float, int] | None) -> None:
     now = [0.0]
     http = MetricHttpClient(
         HttpOptions(timeout=0.5, max_attempts=1, coalesce_ttl=1.0), clock=lambda: now[0]
     )
     url = f"http://127.0.0.1:{free_port()}/"
     with pytest.raises(FetchError):
-        http.get(url)
-    with pytest.raises(FetchError):
-        http.get(url)
-    assert http.requests_sent == 1
+        http.get(url, coalesce=token)
+    with pytest.raises(FetchError):  # same instant, same tick: still a new attempt
+        http.get(url, coalesce=token)
+    assert http.requests_sent == 2
+
+
+@pytest.mark.parametrize("status", [500, 503, 404, 429])
+@pytest.mark.parametrize("token", [None, TOKEN], ids=["ttl", "token"])
+def test_an_error_status_is_never_served_to_a_later_caller(
+    server: ScriptedServer, status: int, token: tuple[int, float, int] | None
+) -> None:
+    server.respond = lambda _r: Reply(status, b"{}")
+    http = client(max_attempts=1, coalesce_ttl=5.0)
+    assert http.get(server.url + "/q", coalesce=token).status == status
+    assert http.get(server.url + "/q", coalesce=token).status == status
+    assert server.hits() == 2
+    server.respond = lambda _r: Reply(200, b"{}")  # recovered: the answer is shared again
+    assert http.get(server.url + "/q", coalesce=token).status == 200
+    assert http.get(server.url + "/q", coalesce=token).status == 200
+    assert server.hits() == 3
+
+
+def test_concurrent_callers_share_one_failing_attempt_and_no_more(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(gate, Reply(500, b"down"))
+    http = client(max_attempts=1)
+    statuses = together(
+        6,
+        lambda: http.get(server.url + "/q", coalesce=TOKEN).status,
+        joined=lambda: http.callers_joined,
+        gate=gate,
+    )
+    assert statuses == [500] * 6
+    assert server.hits() == 1
+    # the attempt is over: the next caller of the same tick asks again
+    assert http.get(server.url + "/q", coalesce=TOKEN).status == 500
+    assert server.hits() == 2
+
+
+def test_concurrent_callers_share_one_transport_failure(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(gate, Reply(200, b"x" * 5000))  # over the cap: a FetchError
+    http = client(max_attempts=1, max_response_bytes=1000)
+    outcomes = together(
+        4,
+        lambda: http.get(server.url + "/q", coalesce=TOKEN),
+        joined=lambda: http.callers_joined,
+        gate=gate,
+    )
+    assert all(isinstance(o, FetchError) and "limit" in str(o) for o in outcomes), outcomes
+    assert len({id(o) for o in outcomes}) == 4  # each caller raises its own copy
+    assert server.hits() == 1
+
+
+def test_concurrent_and_later_callers_share_a_success(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(gate, Reply(200, b'{"ok": 1}'))
+    http = client(max_attempts=1)
+    bodies = together(
+        5,
+        lambda: http.get(server.url + "/q", coalesce=TOKEN).body,
+        joined=lambda: http.callers_joined,
+        gate=gate,
+    )
+    assert bodies == [b'{"ok": 1}'] * 5
+    assert http.get(server.url + "/q", coalesce=TOKEN).body == b'{"ok": 1}'
+    assert server.hits() == 1
+
+
+def test_a_read_that_refuses_the_answer_keeps_it_from_later_callers(
+    server: ScriptedServer,
+) -> None:
+    server.respond = lambda _r: Reply(200, b"not json")
+
+    def read(resp: HttpResponse) -> int:
+        if not resp.body.startswith(b"{"):
+            raise ValueError("unusable")
+        return len(resp.body)
+
+    http = client()
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unusable"):
+            http.get_as(read, server.url + "/q", coalesce=TOKEN)
+    assert server.hits() == 2
+    server.respond = lambda _r: Reply(200, b"{}")
+    assert http.get_as(read, server.url + "/q", coalesce=TOKEN) == 2
+    assert http.get_as(read, server.url + "/q", coalesce=TOKEN) == 2
+    assert server.hits() == 3
 
 
 @pytest.fixture(scope="module")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.providers import MetricError, PrometheusProvider
 from llmscaler_runtime.scaling.providers.prometheus import parse_query_response, query_url
+from llmscaler_runtime.scaling.types import MetricReading
 
 from .fakes import scaler_obj
-from .httpserver import Reply, ScriptedServer, json_reply, prom_vector
+from .httpserver import Reply, ScriptedServer, held, json_reply, prom_vector, together
 
 HTTP = HttpOptions(timeout=0.5, connect_timeout=0.5, max_attempts=1, coalesce_ttl=0, retry_wait=0)
 
@@ -175,3 +178,106 @@ def test_pod_costs_fail_on_duplicate_pods(
 def test_pod_costs_fail_when_server_down(provider: PrometheusProvider) -> None:
     with pytest.raises(MetricError):
         provider.pod_costs(scaler("http://127.0.0.1:9", deletion_cost_query="x"), 5.0)
+
+
+# -- sharing answers within a sync tick ---------------------------------------------------------
+# Scalers asking the same query in one tick share its answer, but only a usable one: a failure
+# reaches the callers that waited for that very attempt and no one after it, so a retry
+# (retryPeriodSeconds later, still inside the tick) asks Prometheus again.
+
+NOW = 1_800_000_000.0
+
+
+def ticking() -> PrometheusProvider:
+    """A provider whose wall clock stands still: every call falls in the same tick."""
+    return PrometheusProvider(MetricHttpClient(HTTP), clock=lambda: NOW)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        json_reply({"status": "error", "errorType": "internal", "error": "boom"}, 500),
+        Reply(503, b"busy"),
+        Reply(200, b"<html>proxy</html>", "text/html"),
+        prom_vector(),
+        prom_vector(({"pod": "a"}, "1"), ({"pod": "b"}, "2")),
+        prom_vector(({}, "NaN")),
+    ],
+    ids=["500", "503", "html", "empty", "two-series", "nan"],
+)
+def test_a_failed_metric_is_asked_again_within_the_same_tick(
+    server: ScriptedServer, reply: Reply
+) -> None:
+    provider = ticking()
+    assert fetch_one(provider, server, reply).error
+    assert fetch_one(provider, server, reply).error
+    assert server.hits() == 2
+
+
+def test_a_good_metric_is_shared_within_the_tick(server: ScriptedServer) -> None:
+    provider = ticking()
+    assert fetch_one(provider, server, prom_vector(({}, "0.5"))).value == 0.5
+    assert fetch_one(provider, server, prom_vector(({}, "0.9"))).value == 0.5  # the shared one
+    assert server.hits() == 1
+
+
+def test_concurrent_scalers_share_one_failing_query(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(
+        gate, json_reply({"status": "error", "errorType": "internal", "error": "boom"}, 500)
+    )
+    provider = ticking()
+    readings = together(
+        5,
+        lambda: provider.fetch(scaler(server.url), 5.0).readings[0],
+        joined=lambda: provider.http.callers_joined,
+        gate=gate,
+    )
+    assert all(isinstance(r, MetricReading) and "boom" in (r.error or "") for r in readings)
+    assert server.hits() == 1
+    provider.fetch(scaler(server.url), 5.0)  # after the attempt: a new one
+    assert server.hits() == 2
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(500, b"{}"),
+        prom_vector(({"pod": "a"}, "1"), ({"pod": "a"}, "2")),
+        prom_vector(({}, "4")),
+    ],
+    ids=["500", "duplicate-pod", "no-pod-label"],
+)
+def test_a_failed_deletion_cost_query_is_asked_again_within_the_same_tick(
+    server: ScriptedServer, reply: Reply
+) -> None:
+    server.respond = lambda _r: reply
+    provider = ticking()
+    s = scaler(server.url, deletion_cost_query="kv")
+    for _ in range(2):
+        with pytest.raises(MetricError):
+            provider.pod_costs(s, 5.0)
+    assert server.hits() == 2
+
+
+def test_good_deletion_costs_are_shared_within_the_tick(server: ScriptedServer) -> None:
+    server.respond = lambda _r: prom_vector(({"pod": "a"}, "7"))
+    provider = ticking()
+    s = scaler(server.url, deletion_cost_query="kv")
+    assert provider.pod_costs(s, 5.0) == provider.pod_costs(s, 5.0) == {"a": 7}
+    assert server.hits() == 1
+
+
+def test_concurrent_scale_downs_share_one_failing_cost_query(server: ScriptedServer) -> None:
+    gate = threading.Event()
+    server.respond = held(gate, Reply(500, b"{}"))
+    provider = ticking()
+    s = scaler(server.url, deletion_cost_query="kv")
+    outcomes = together(
+        3,
+        lambda: provider.pod_costs(s, 5.0),
+        joined=lambda: provider.http.callers_joined,
+        gate=gate,
+    )
+    assert all(isinstance(o, MetricError) for o in outcomes), outcomes
+    assert server.hits() == 1

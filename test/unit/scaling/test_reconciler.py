@@ -651,6 +651,31 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
     assert server.hits() == 2
 
 
+@pytest.mark.parametrize("provider", ["Prometheus", "Custom"])
+def test_retries_within_a_tick_ask_a_failing_source_again(server: Any, provider: str) -> None:
+    """Issue 12: syncPeriodSeconds 6, retryPeriodSeconds 1 and a source answering HTTP 500.
+    Each retry must reach the server; re-reading the failure shared for the whole tick made
+    retryPeriodSeconds meaningless for metric failures."""
+    from .httpserver import Reply, prom_vector
+
+    now = [1_800_000_000.0]
+    cluster, reconciler = _over_real_http(server, now, timeout=1, max_attempts=1)
+    obj = scaler_obj(provider=provider, sync=6, retry=1)
+    obj["spec"]["serverAddress"] = server.url
+    cluster.put(obj)
+    cluster.put(deployment(replicas=2))
+    server.respond = lambda _r: Reply(500, b'{"status": "error", "error": "boom"}')
+    now[0] += _phase(obj)  # on this scaler's tick: the next five seconds are the same tick
+    for retry in range(5):
+        assert reconciler.reconcile(Request("ns", "s")) == Result(requeue_after=1.0)
+        assert server.hits() == retry + 1
+        now[0] += 1.0
+    if provider == "Prometheus":  # the source recovers: the next retry scales at once
+        server.respond = lambda _r: prom_vector(({}, "2"))
+        assert reconciler.reconcile(Request("ns", "s")) == Result(requeue_after=6.0)
+        assert cluster.obj("apps/v1", "Deployment", "ns", "web")["spec"]["replicas"] == 4
+
+
 def test_lowered_max_is_applied_while_every_metric_fails(w: World) -> None:
     w.cluster.put(scaler_obj(max_replicas=4, step=1, window=300))
     w.cluster.put(deployment(replicas=9))

@@ -7,6 +7,9 @@ because the server chooses what it sends back, exactly one decision must match, 
 ``replicas.active`` must be a JSON integer in int32 range: ``3.0``, ``"3"`` and ``true`` are
 refused instead of coerced. A wrong content type, trailing bytes, duplicate keys or NaN are
 errors too. Every failure holds the fleet; none reads as zero.
+
+The reply is read inside the transport (``MetricHttpClient.get_as``), so scalers of one tick
+share a decision only when it was usable for them; a failed one is asked for again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, NoReturn
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
-from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
+from llmscaler_runtime.scaling.http import FetchError, HttpResponse, MetricHttpClient
 from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import INT32_MAX, Measurement
 
@@ -110,6 +113,27 @@ def parse_decision(
 
 
 @attrs.frozen
+class _DecisionReader:
+    """``parse_decision`` for one (serviceId, namespace), run on the answer in the transport.
+
+    Equal readers share one answer; the namespace is not part of the request, so two scalers
+    that read the same reply differently never share what one of them made of it.
+    """
+
+    service_id: str
+    namespace: str | None
+
+    def __call__(self, resp: HttpResponse) -> int:
+        return parse_decision(
+            resp.status,
+            resp.content_type,
+            resp.body,
+            service_id=self.service_id,
+            namespace=self.namespace,
+        )
+
+
+@attrs.frozen
 class DecisionProvider:
     """Asks the decision server for this scaler's replica count."""
 
@@ -127,19 +151,13 @@ class DecisionProvider:
         path = custom.path if custom.path.startswith("/") else "/" + custom.path
         url = spec.server_address.rstrip("/") + path
         try:
-            resp = self.http.get(
+            active = self.http.get_as(
+                _DecisionReader(custom.service_id, custom.namespace),
                 url,
                 params={"serviceId": custom.service_id},
                 headers=spec.server_headers,
                 budget=budget,
                 coalesce=coalesce_token(spec, self.clock()),
-            )
-            active = parse_decision(
-                resp.status,
-                resp.content_type,
-                resp.body,
-                service_id=custom.service_id,
-                namespace=custom.namespace,
             )
         except FetchError as exc:
             return Measurement(provider, error=f"cannot reach decision server {url}: {exc}")

@@ -5,6 +5,11 @@ vector, two series, NaN or ±Inf, a proxy's HTML page) skips that metric for thi
 never read as zero: reading a failed guardrail as zero would let it recommend minReplicas on its
 own. Errors name what came back (the first two label sets of a multi-series result) so the user
 can fix the query's aggregation.
+
+Each question is read inside the transport (``MetricHttpClient.get_as``): the value a metric
+needs, or the costs a deletionCostQuery gives, is what scalers of the same tick share. Whatever
+makes that reading fail (an error status, a non-JSON body, an empty vector, two series, NaN)
+is therefore never shared with a later caller, and a retry asks Prometheus again.
 """
 
 from __future__ import annotations
@@ -13,17 +18,20 @@ import json
 import math
 import time
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, SpecError
-from llmscaler_runtime.scaling.http import FetchError, MetricHttpClient
+from llmscaler_runtime.scaling.http import FetchError, HttpResponse, MetricHttpClient
 from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
 from llmscaler_runtime.scaling.victims import cost_from_value
 
 __all__ = ["PrometheusProvider", "Sample", "parse_query_response", "query_url"]
+
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -99,6 +107,48 @@ def _labels_text(labels: Mapping[str, str]) -> str:
     return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
+# The readers below run once per attempt inside the transport; what they return is shared with
+# every scaler asking the same question in the tick, so it is immutable.
+
+
+def _samples(resp: HttpResponse) -> tuple[Sample, ...]:
+    return tuple(parse_query_response(resp.status, resp.content_type, resp.body))
+
+
+def _single_value(resp: HttpResponse) -> float:
+    """The one finite sample a metric needs; MetricError for anything else."""
+    samples = parse_query_response(resp.status, resp.content_type, resp.body)
+    if not samples:
+        raise MetricError("the query returned no series (empty vector)")
+    if len(samples) > 1:
+        first = ", ".join(_labels_text(s.labels) for s in samples[:2])
+        raise MetricError(
+            f"the query returned {len(samples)} series ({first}, ...); aggregate it to "
+            "one, e.g. with avg(...)"
+        )
+    value = samples[0].value
+    if not math.isfinite(value):
+        raise MetricError(f"the query returned {value!r}, which cannot drive scaling")
+    return value
+
+
+def _pod_costs(resp: HttpResponse) -> Mapping[str, int]:
+    """Costs by the ``pod`` label; MetricError when a pod is named twice or none is named."""
+    costs: dict[str, int] = {}
+    for sample in parse_query_response(resp.status, resp.content_type, resp.body):
+        pod = sample.labels.get("pod")
+        if not pod:
+            continue
+        if pod in costs:
+            raise MetricError(f"deletionCostQuery returned pod {pod!r} more than once")
+        cost = cost_from_value(sample.value)
+        if cost is not None:
+            costs[pod] = cost
+    if not costs:
+        raise MetricError("deletionCostQuery returned no series with a pod label")
+    return MappingProxyType(costs)
+
+
 @attrs.frozen
 class PrometheusProvider:
     """Fetches each metric of a scaler; also serves per-pod deletion costs."""
@@ -116,42 +166,45 @@ class PrometheusProvider:
     ) -> list[Sample]:
         """Run one instant query; raise MetricError naming the server on any failure.
 
-        Identical queries with the same ``coalesce`` token share one answer.
+        Identical queries with the same ``coalesce`` token share one successful answer.
         """
+        return list(self._query(_samples, server_address, query, headers, budget, coalesce))
+
+    def _query(
+        self,
+        read: Callable[[HttpResponse], T],
+        server_address: str,
+        query: str,
+        headers: Mapping[str, str],
+        budget: float,
+        coalesce: Hashable | None,
+    ) -> T:
         url = query_url(server_address)
         try:
-            resp = self.http.get(
-                url, params={"query": query}, headers=headers, budget=budget, coalesce=coalesce
+            return self.http.get_as(
+                read,
+                url,
+                params={"query": query},
+                headers=headers,
+                budget=budget,
+                coalesce=coalesce,
             )
         except FetchError as exc:
             raise MetricError(f"cannot query {url}: {exc}") from exc
-        return parse_query_response(resp.status, resp.content_type, resp.body)
 
-    def _ask(self, scaler: LLMScaler, query: str, budget: float) -> list[Sample]:
+    def _ask(
+        self, read: Callable[[HttpResponse], T], scaler: LLMScaler, query: str, budget: float
+    ) -> T:
         """``query`` as ``scaler`` asks it: its server and headers, shared within its tick."""
         spec = scaler.spec
-        return self.query(
+        return self._query(
+            read,
             spec.server_address,
             query,
             spec.server_headers,
             budget,
             coalesce_token(spec, self.clock()),
         )
-
-    def _single_value(self, scaler: LLMScaler, query: str, budget: float) -> float:
-        samples = self._ask(scaler, query, budget)
-        if not samples:
-            raise MetricError("the query returned no series (empty vector)")
-        if len(samples) > 1:
-            first = ", ".join(_labels_text(s.labels) for s in samples[:2])
-            raise MetricError(
-                f"the query returned {len(samples)} series ({first}, ...); aggregate it to "
-                "one, e.g. with avg(...)"
-            )
-        value = samples[0].value
-        if not math.isfinite(value):
-            raise MetricError(f"the query returned {value!r}, which cannot drive scaling")
-        return value
 
     def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:
         metrics = scaler.spec.metrics
@@ -165,7 +218,7 @@ class PrometheusProvider:
                 readings.append(MetricReading(name, metric.query, math.nan, error=str(exc)))
                 continue
             try:
-                value = self._single_value(scaler, metric.query, share)
+                value = self._ask(_single_value, scaler, metric.query, share)
             except MetricError as exc:
                 readings.append(MetricReading(name, metric.query, target, error=str(exc)))
                 continue
@@ -177,21 +230,9 @@ class PrometheusProvider:
 
         Raises MetricError when the query is unset, fails, or names a pod twice (two costs
         for one pod means the query is not scoped as documented, so none of it is trusted).
+        The mapping is shared with scalers asking the same query in the tick: read-only.
         """
         query = scaler.spec.scale_down.deletion_cost_query
         if not query:
             raise MetricError("no deletionCostQuery is set")
-        samples = self._ask(scaler, query, budget)
-        costs: dict[str, int] = {}
-        for sample in samples:
-            pod = sample.labels.get("pod")
-            if not pod:
-                continue
-            if pod in costs:
-                raise MetricError(f"deletionCostQuery returned pod {pod!r} more than once")
-            cost = cost_from_value(sample.value)
-            if cost is not None:
-                costs[pod] = cost
-        if not costs:
-            raise MetricError("deletionCostQuery returned no series with a pod label")
-        return costs
+        return self._ask(_pod_costs, scaler, query, budget)
