@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import yaml
 
@@ -27,21 +28,45 @@ SAMPLES_NS = "llmscaler-samples"
 KUBECTL = shutil.which("kubectl")
 
 
-@pytest.fixture(scope="module")
-def env() -> Iterator[Any]:
+@attrs.frozen
+class Cluster:
+    """A fresh API server without the CRD (installing it is under test) and its kubectl."""
+
+    backend: str
+    kubeconfig_path: str
+    kubectl: str
+    server: Any
+
+    def client(self) -> Any:
+        return self.server.client()
+
+
+@pytest.fixture(scope="module", params=["embedded", "controlplane"])
+def env(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    # No CRDs preloaded: installing the CRD is part of what is under test.
+    if request.param == "controlplane":
+        from llmscaler_runtime.envtest.controlplane import ControlPlane, MissingBinaries
+
+        try:
+            plane = ControlPlane()
+        except MissingBinaries as exc:
+            pytest.skip(str(exc))
+        with plane:
+            yield Cluster(
+                "controlplane", plane.kubeconfig_path, str(plane.assets["kubectl"]), plane
+            )
+        return
     if KUBECTL is None:
         pytest.skip("kubectl is not on PATH")
     from llmscaler_runtime.envtest import Environment
 
-    # No CRDs preloaded: installing the CRD is part of what is under test.
     with Environment() as environment:
-        yield environment
+        yield Cluster("embedded", environment.kubeconfig_path, KUBECTL, environment)
 
 
 def kubectl(env: Any, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
     return subprocess.run(
-        [KUBECTL, "--kubeconfig", env.kubeconfig_path, *args],
+        [env.kubectl, "--kubeconfig", env.kubeconfig_path, *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -158,8 +183,12 @@ def test_kubectl_shows_printer_columns_and_explains_fields(env: Any) -> None:
     ]
     row = next(line.split() for line in table.splitlines() if line.startswith("llmscaler-sample"))
     assert row[1:4] == ["vllm-opt-125m", "1", "5"]
-    explained = kubectl_ok(env, "explain", "llmscaler.spec.scaleDown.maxStepReplicas")
-    assert "0 means no limit" in explained
+    # A real API server publishes a new CRD's OpenAPI a moment after it is Established.
+    deadline = time.monotonic() + 30
+    while (proc := kubectl(env, "explain", "llmscaler.spec.scaleDown.maxStepReplicas")).returncode:
+        assert time.monotonic() < deadline, proc.stderr
+        time.sleep(0.2)
+    assert "0 means no limit" in proc.stdout
 
 
 # --- RBAC: every call the real manager makes is granted by config/rbac ------------------------
@@ -217,7 +246,10 @@ def _workload(name: str, replicas: int) -> dict[str, Any]:
 
 def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> None:
     """Run the real manager through a scale-up and a cache-aware scale-down, record every
-    request it makes, and check each one verb by verb against the built RBAC objects."""
+    request it makes, and check each one verb by verb against the built RBAC objects.
+
+    Embedded only: it reads the embedded server's request recorder. On the real control plane
+    the RBAC authorizer itself judges the chart's ServiceAccount (test_chart_controlplane.py)."""
     if KUBECTL is None:
         pytest.skip("kubectl is not on PATH")
     from llmscaler_runtime.envtest import Environment
@@ -232,7 +264,13 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
         Environment(simulate_workloads=True, pod_startup_seconds=0.2) as env,
         DecisionServer() as decisions,
     ):
-        kubectl_ok(env, "apply", "-k", str(CONFIG / "default"))
+        assert KUBECTL is not None
+        kubectl_ok(
+            Cluster("embedded", env.kubeconfig_path, KUBECTL, env),
+            "apply",
+            "-k",
+            str(CONFIG / "default"),
+        )
         client = env.client()
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORKLOAD_NS}})
         client.create(_workload("vllm", 1))

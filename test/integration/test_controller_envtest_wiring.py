@@ -1,4 +1,4 @@
-"""Builder + real InformerCache + Controller against the embedded API server on 127.0.0.1.
+"""Builder + real InformerCache + Controller against each API server backend on 127.0.0.1.
 
 The unit tests pin each rule with fakes; this one checks the pieces fit on real watches: own
 events, owner-reference mapping, delete events, and a real-clock ``requeue_after``.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from llmscaler_runtime.controller import Builder, Request, Result
 from test.unit.controller.fakes import wait_until
 
-envtest = pytest.importorskip("llmscaler_runtime.envtest")
+pytest.importorskip("llmscaler_runtime.envtest")
 cache_mod = pytest.importorskip("llmscaler_runtime.cache")
 
 pytestmark = pytest.mark.integration
@@ -48,16 +47,8 @@ class Recorder:
             return self.seen.count(req)
 
 
-@pytest.fixture(scope="module")
-def env() -> Iterator[Any]:
-    environment = envtest.Environment()
-    environment.start()
-    yield environment
-    environment.stop()
-
-
-def test_controller_on_real_informers(env: Any) -> None:
-    client = env.client()
+def test_controller_on_real_informers(envtest: Any) -> None:
+    client = envtest.client()
     ns = "wq-" + uuid.uuid4().hex[:8]
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     cache = cache_mod.InformerCache(client)

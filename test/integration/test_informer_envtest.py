@@ -1,4 +1,7 @@
-"""The kube client and the informers against the embedded API server (real HTTP, real watch)."""
+"""The kube client and the informers against every API server backend (real HTTP, real watch).
+
+Tests that inject faults (dropped watches, 410, 500s) need the embedded server's fault injector;
+the rest run on the embedded server and on the real kube-apiserver."""
 
 from __future__ import annotations
 
@@ -16,25 +19,23 @@ from llmscaler_runtime.cache import (
     InformerCache,
     SharedInformer,
 )
-from llmscaler_runtime.envtest import Environment
+from llmscaler_runtime.envtest.backends import ClusterHandle
 from llmscaler_runtime.kube import AlreadyExists, Client, Conflict, NotFound, deep_copy
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def env() -> Iterator[Environment]:
-    environment = Environment()
-    environment.start()
-    yield environment
-    environment.stop()
+@pytest.fixture
+def env(envtest: ClusterHandle) -> ClusterHandle:
+    return envtest
 
 
 @pytest.fixture
-def client(env: Environment) -> Iterator[Client]:
+def client(env: ClusterHandle) -> Iterator[Client]:
     c = env.client()
     yield c
-    env.server.faults.clear()
+    if env.embedded:
+        env.server.faults.clear()
     c.close()
 
 
@@ -136,10 +137,19 @@ def test_server_side_apply_status_and_scale(client: Client, ns: str) -> None:
     assert forced["spec"]["replicas"] == 4
     assert client.get_scale("apps/v1", "Deployment", "web", ns)["spec"]["replicas"] == 4
 
-    status = deep_copy(forced)
-    status["status"] = {"replicas": 4, "readyReplicas": 3}
-    written = client.update_status(status)
+    # The deployment controller (simulated or real) writes status too: read, write, and retry
+    # on a conflict, as every client of a status subresource must.
+    deadline = time.monotonic() + 10
+    while True:
+        status = deep_copy(client.get("apps/v1", "Deployment", "web", ns))
+        status["status"] = {"replicas": 4, "readyReplicas": 3}
+        try:
+            written = client.update_status(status)
+            break
+        except Conflict:
+            assert time.monotonic() < deadline, "status write kept conflicting"
     assert written["status"]["readyReplicas"] == 3
+    assert written["spec"]["replicas"] == 4  # a status write leaves spec alone
 
 
 class Recorder:
@@ -165,8 +175,9 @@ class Recorder:
             return event in self.events
 
 
+@pytest.mark.envtest_embedded("drops watches and forces 410 with the fault injector")
 def test_informer_follows_changes_through_drops_and_gone(
-    env: Environment, client: Client, ns: str
+    env: ClusterHandle, client: Client, ns: str
 ) -> None:
     client.create(cm("pre", ns))
     inf = SharedInformer(client, "v1", "ConfigMap", ns, backoff=Backoff(initial=0.05, cap=0.2))
@@ -206,7 +217,8 @@ def test_informer_follows_changes_through_drops_and_gone(
         inf.stop()
 
 
-def test_informer_survives_api_errors(env: Environment, client: Client, ns: str) -> None:
+@pytest.mark.envtest_embedded("injects HTTP 500 answers with the fault injector")
+def test_informer_survives_api_errors(env: ClusterHandle, client: Client, ns: str) -> None:
     client.create(cm("keep", ns))
     inf = SharedInformer(client, "v1", "ConfigMap", ns, backoff=Backoff(initial=0.05, cap=0.2))
     inf.start()
