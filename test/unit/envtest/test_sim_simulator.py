@@ -185,6 +185,36 @@ def test_startup_annotation_overrides_default_per_pod(rig: Rig) -> None:
     assert ready(rig.pods()[0])
 
 
+def test_kwok_ready_delay_annotation_is_honoured_like_on_the_real_control_plane(rig: Rig) -> None:
+    d = deployment(replicas=1)
+    d["spec"]["template"]["metadata"]["annotations"] = {
+        "pod-ready.stage.kwok.x-k8s.io/delay": "1m30s"
+    }
+    rig.storage.create(d)
+    rig.step()
+    rig.step(89.9)
+    assert not ready(rig.pods()[0])
+    rig.step(0.1)
+    assert ready(rig.pods()[0])
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("8s", 8.0), ("1500ms", 1.5), ("1m30s", 90.0), ("0", 0.0), ("1.5h", 5400.0)],
+)
+def test_go_durations_parse_like_time_parse_duration(text: str, seconds: float) -> None:
+    from llmscaler_runtime.envtest.simulator.pods import go_duration_seconds
+
+    assert go_duration_seconds(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "8", "s", "-1s", "8 s", "8x", "1s2"])
+def test_malformed_go_durations_are_rejected(text: str) -> None:
+    from llmscaler_runtime.envtest.simulator.pods import go_duration_seconds
+
+    assert go_duration_seconds(text) is None
+
+
 def test_scale_up_and_down_counts(rig: Rig) -> None:
     rig.storage.create(deployment(replicas=2))
     rig.step()

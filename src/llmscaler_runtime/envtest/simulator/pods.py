@@ -9,6 +9,7 @@ termination window without waiting the default 30 s.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,16 +36,41 @@ if TYPE_CHECKING:
     from .core import WorkloadSimulator
 
 
+#: kwok's per-pod ready delay (a Go duration such as "8s"), honoured here too so that one test
+#: annotation slows a pod's cold start on the embedded server and on the real control plane.
+KWOK_READY_DELAY_ANNOTATION = "pod-ready.stage.kwok.x-k8s.io/delay"
+_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration_seconds(text: str) -> float | None:
+    """``"1m30s"`` -> 90.0, as Go's time.ParseDuration (unsigned); None when it is not one."""
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    parts = _GO_DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
+
+
 def startup_seconds(pod: Mapping[str, Any], default: float) -> float:
-    """Per-pod cold-start delay: the annotation wins over the simulator default."""
-    raw = annotations_of(pod).get(STARTUP_ANNOTATION)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+    """Per-pod cold-start delay: an annotation wins over the simulator default.
+
+    ``envtest.llmscaler.dev/startup-seconds`` (seconds) first, then kwok's
+    ``pod-ready.stage.kwok.x-k8s.io/delay`` (a Go duration); malformed values are ignored.
+    """
+    annotations = annotations_of(pod)
+    raw = annotations.get(STARTUP_ANNOTATION)
+    if raw is not None:
+        try:
+            value = float(raw)
+        except ValueError:
+            return default
+        return value if value >= 0 else default
+    kwok = annotations.get(KWOK_READY_DELAY_ANNOTATION)
+    parsed = go_duration_seconds(kwok) if isinstance(kwok, str) else None
+    return default if parsed is None else parsed
 
 
 def grace_seconds(pod: Mapping[str, Any]) -> float:
