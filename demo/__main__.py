@@ -1,6 +1,8 @@
-"""Run the llmscaler demo: ``python -m demo [--duration S] [--plot out.png] [--plain]``.
+"""Run the llmscaler demo: ``python -m demo [--duration S] [--plot PNG] [--plain] [--cluster C]``.
 
-The story: an embedded API server with its workload simulator plays a cluster; a Deployment of
+The story: an embedded API server with its workload simulator plays a cluster (or, with
+``--cluster controlplane``, the real kube-apiserver, controllers, scheduler and kwok built by
+``make controlplane``); a Deployment of
 simulated vLLM pods (a few seconds of cold start each) serves a load that bursts and falls away;
 an exporter publishes per-pod vLLM metrics derived from that load; a real Prometheus scrapes them
 when one is installed (else a small built-in query endpoint answers the demo's queries); the
@@ -38,6 +40,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=60.0, help="story length in seconds (>= 20)")
     p.add_argument("--plot", default=None, help="write a PNG of replicas against load here")
     p.add_argument("--plain", action="store_true", help="plain log lines even on a TTY")
+    p.add_argument(
+        "--cluster",
+        choices=("embedded", "controlplane"),
+        default="embedded",
+        help="embedded: the project's own API server (default, needs only Python); "
+        "controlplane: the real Kubernetes control plane (make controlplane builds it)",
+    )
     p.add_argument(
         "--no-prometheus",
         action="store_true",
@@ -113,18 +122,15 @@ class Story:
         self.cleanups: list[Any] = []
         self.frames: list[Frame] = []
         self.metric_source = ""
+        self.cluster_description = ""
 
     # -- setup -------------------------------------------------------------------------------
     def start(self) -> None:
-        from llmscaler_runtime.envtest import Environment
         from llmscaler_runtime.testkit.vllm_exporter import VllmMetricsExporter
 
-        self.env = Environment(
-            crd_paths=[str(CRD)], simulate_workloads=True, pod_startup_seconds=3.0
-        )
-        self.env.start()
-        self.cleanups.append(self.env.stop)
+        self.env = self._start_cluster()
         self.kube = self.env.client()
+        self.cleanups.append(self.kube.close)
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
         self.kube.create(deployment(1))
 
@@ -155,6 +161,26 @@ class Story:
             stderr=subprocess.STDOUT,
         )
         self.cleanups.append(self._stop_manager)
+
+    def _start_cluster(self) -> Any:
+        """The embedded server or the real control plane, both with pods that take 3 s to load."""
+        if self.args.cluster == "controlplane":
+            from llmscaler_runtime.envtest.controlplane import ControlPlane
+
+            plane = ControlPlane([str(CRD)], workloads=True, pod_ready_seconds=3.0)
+            self.cleanups.append(plane.stop)
+            plane.start()
+            self.cluster_description = (
+                f"the real control plane (kube-apiserver {plane.url}, controllers, kwok)"
+            )
+            return plane
+        from llmscaler_runtime.envtest import Environment
+
+        env = Environment(crd_paths=[str(CRD)], simulate_workloads=True, pod_startup_seconds=3.0)
+        self.cleanups.append(env.stop)
+        env.start()
+        self.cluster_description = f"the embedded API server at {env.url}"
+        return env
 
     def _start_metric_source(self) -> str:
         from llmscaler_runtime.testkit.prometheus import PrometheusServer, find_prometheus_binary
@@ -328,8 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     code = 0
     try:
-        print("demo: starting the embedded cluster, metric source and manager ...", flush=True)
+        print(
+            f"demo: starting the {args.cluster} cluster, metric source and manager ...", flush=True
+        )
         story.start()
+        print(f"demo: cluster is {story.cluster_description}", flush=True)
         print(f"demo: metrics come from {story.metric_source}", flush=True)
         with view:
             story.run(view)
