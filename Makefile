@@ -37,8 +37,7 @@ CONTROLPLANE_BIN = $(shell bash hack/ensure-controlplane.sh --print-dir)
 controlplane: ## Build the real control plane (kube-apiserver, etcd, kwok, helm, ...) from Go modules, once.
 	@bash hack/ensure-controlplane.sh
 
-test-tools: prometheus ## Prometheus, the real control plane (where Go is), the chart renderer's Go libraries.
-	@bash hack/ensure-chart-renderer.sh
+test-tools: prometheus ## Prometheus, and the real control plane with helm (where Go is).
 	@bash hack/ensure-controlplane.sh --optional
 
 fmt: $(STAMP) ## Format the code with ruff.
@@ -63,7 +62,7 @@ unit: $(STAMP) ## Only the unit tests (no servers).
 integration: $(STAMP) prometheus ## Only the integration tests (on every backend available).
 	LLMSCALER_CONTROLPLANE_BIN="$(CONTROLPLANE_BIN)" $(BIN)/python -m pytest test/integration $(PYTEST_ARGS)
 
-demo: $(STAMP) ## Run the scripted demo on the embedded cluster (see README).
+demo: $(STAMP) ## Run the scripted demo (embedded cluster; DEMO_ARGS="--cluster controlplane" for the real one).
 	-@bash hack/ensure-prometheus.sh --optional
 	$(BIN)/python -m demo $(DEMO_ARGS)
 
