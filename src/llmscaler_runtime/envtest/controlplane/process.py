@@ -3,6 +3,8 @@
 Children are started in their own process group and asked (``PR_SET_PDEATHSIG``) to die with
 the Python process that started them, so a test run killed with SIGKILL leaves no etcd or
 kube-apiserver behind; :meth:`Component.stop` sends SIGTERM, waits, then SIGKILLs the group.
+Linux ties that signal to the *thread* that started the child, so start components from a
+thread that lives as long as they should (the main thread, as pytest fixtures and the CLI do).
 """
 
 from __future__ import annotations
