@@ -13,7 +13,13 @@ import pytest
 
 from bench import harness as h
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.envtest_embedded(
+        "the benchmark drives the embedded server in a process of its own, sized for 10,000 scalers"
+    ),
+]
 
 PERIOD = 2
 

@@ -174,7 +174,7 @@ def test_events_repeat_into_one_object(kube: Client, namespace: str) -> None:
         kube.get("v1", "Event", "does-not-exist", namespace)
 
 
-@pytest.mark.envtest_embedded
+@pytest.mark.envtest_embedded("answers 503 for the Lease alone, with the fault injector")
 def test_leader_cut_off_from_the_lease_stops_and_exits_1(
     envtest: Any, kube: Client, namespace: str
 ) -> None:

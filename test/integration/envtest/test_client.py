@@ -20,7 +20,13 @@ from llmscaler_runtime.envtest import Environment, StatusError
 
 from .conftest import deployment
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.envtest_embedded(
+        "these tests pin the emulator itself (its HTTP surface, fault injector and storage); "
+        "test/integration/conformance compares it with kube-apiserver"
+    ),
+]
 
 
 _POOL = urllib3.PoolManager(maxsize=128)

@@ -13,7 +13,13 @@ from llmscaler_runtime.envtest import Environment
 
 from .conftest import Kubectl, deployment
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.envtest_embedded(
+        "these tests pin the emulator itself against kubectl; "
+        "test/integration/conformance compares it with kube-apiserver"
+    ),
+]
 
 
 def _yaml(obj: dict) -> str:

@@ -1,7 +1,8 @@
 """The workload simulator seen through kubectl, as a user of the embedded server sees it.
 
-Each test names the Kubernetes behaviour it pins. On a real-cluster backend the same tests run
-against the real controllers (terminatingReplicas is embedded-only: it needs a 1.33 feature gate).
+Each test names the Kubernetes behaviour it pins. On the real control plane the same tests run
+against the real controllers, with the kubectl built for it (Debian's kubectl on PATH serves the
+embedded server); that the two agree is what keeps the simulator honest.
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+#: kubeconfig path -> the kubectl to use with it (the matching one on the real control plane).
+_KUBECTL: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _matching_kubectl(envtest: Any) -> None:
+    if envtest.backend == "controlplane":
+        _KUBECTL[envtest.kubeconfig_path] = str(envtest.controlplane.assets["kubectl"])
+
+
 def kubectl(kubeconfig: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        ["kubectl", "--kubeconfig", kubeconfig, *args],
+        [_KUBECTL.get(kubeconfig, "kubectl"), "--kubeconfig", kubeconfig, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -127,12 +138,16 @@ def test_kubectl_delete_deployment_collects_replicasets_and_pods(
     wait_for("replicasets and pods to be collected", collected)
 
 
-@pytest.mark.envtest_embedded
 def test_scale_down_reports_terminating_replicas_then_clears(
     kubeconfig_path: str, namespace: str
 ) -> None:
     """apps/v1 status.terminatingReplicas (1.33): pods in their grace period are counted."""
-    apply(kubeconfig_path, namespace, deployment("shrink", 3))
+    shrink = deployment("shrink", 3)
+    template = shrink["spec"]["template"]
+    template["spec"]["terminationGracePeriodSeconds"] = 5
+    # kwok (the real control plane's kubelet stand-in) removes a terminating pod after this.
+    template["metadata"]["annotations"] = {"pod-delete.stage.kwok.x-k8s.io/delay": "3s"}
+    apply(kubeconfig_path, namespace, shrink)
     wait_for("3 ready pods", lambda: len(ready_pods(kubeconfig_path, namespace, "app=shrink")) == 3)
     kubectl(kubeconfig_path, "-n", namespace, "scale", "deployment", "shrink", "--replicas=1")
 

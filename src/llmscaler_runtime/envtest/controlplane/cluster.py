@@ -24,6 +24,7 @@ import os
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -53,6 +54,17 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
 POD_CIDR = "10.244.0.0/16"
+
+
+#: Metadata of every request once it is answered: who (user, userAgent), what (verb,
+#: objectRef) and the response code. No bodies: cheap enough to keep on for every test.
+_AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+- level: Metadata
+"""
 
 
 class ControlPlaneError(RuntimeError):
@@ -188,6 +200,7 @@ class ControlPlane:
                 with contextlib.suppress(OSError):
                     for log in (self.directory / "logs").iterdir():
                         (kept / log.name).write_bytes(log.read_bytes())
+                print(f"control plane logs kept in {kept}", file=sys.stderr)
             self._tmp.cleanup()
             self._tmp = None
 
@@ -231,6 +244,8 @@ class ControlPlane:
     def _add_apiserver(self, secure_port: int) -> Component:
         assert self.pki is not None
         pki = self.pki
+        policy = self.directory / "audit-policy.yaml"
+        policy.write_text(_AUDIT_POLICY)
         return self._add(
             "kube-apiserver",
             [
@@ -251,6 +266,9 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount",
                 "--profiling=false",
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log_path}",
+                "--audit-log-mode=blocking",
                 "--v=0",
             ],
         )
@@ -377,6 +395,29 @@ class ControlPlane:
         return len(ready) >= self.nodes
 
     # -- what tests use ----------------------------------------------------------------------
+
+    @property
+    def audit_log_path(self) -> Path:
+        """kube-apiserver's audit log: one JSON ``audit.k8s.io/v1`` Event per request."""
+        return self.directory / "logs" / "audit.log"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """Every request the API server has answered so far (stage ``ResponseComplete``).
+
+        The real server's request recorder: tests count what a client did by its
+        ``userAgent``, ``verb`` and ``objectRef``, as they do with the embedded server's.
+        """
+        try:
+            lines = self.audit_log_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        events = []
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except ValueError:  # the line being written right now
+                continue
+        return events
 
     def write_kubeconfig(
         self,
