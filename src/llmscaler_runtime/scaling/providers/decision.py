@@ -67,7 +67,7 @@ def parse_decision(
             object_pairs_hook=_no_duplicates,
             parse_constant=_reject_constant,
         )
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # Recursion: nested too deep
         raise MetricError(f"decision server reply is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise MetricError("decision server reply is not a JSON object")

@@ -65,7 +65,7 @@ def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sa
     """Parse an ``/api/v1/query`` reply into samples; raise MetricError for anything else."""
     try:
         doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # Recursion: nested too deep
         raise MetricError(
             f"HTTP {status}, not a Prometheus JSON reply ({_describe_body(body, content_type)})"
         ) from None
