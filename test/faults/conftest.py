@@ -1,0 +1,41 @@
+"""Fixtures of the fault campaign: the real manager process, and the results table at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from test.faults.campaign import METRICS_TIMEOUT, REGISTRY, RESULTS_FILE, write_results
+from test.integration.e2e.harness import ManagerProcess
+
+
+@pytest.fixture(scope="module")
+def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
+    """The real manager binary, watching every namespace, with a 1 s metrics timeout."""
+    proc = ManagerProcess(
+        kubeconfig_path,
+        "--max-concurrent-reconciles",
+        "8",
+        "--metrics-timeout",
+        str(METRICS_TIMEOUT),
+    ).start()
+    try:
+        proc.wait_ready(timeout=60)
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not REGISTRY.results:
+        return
+    write_results()
+    tried, survived = REGISTRY.counts()
+    terminalreporter.write_sep("=", "fault campaign")
+    terminalreporter.write_line(REGISTRY.table())
+    terminalreporter.write_line(
+        f"fault campaign: {tried} fault runs, {survived} survived; table in {RESULTS_FILE}"
+    )
