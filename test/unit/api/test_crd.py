@@ -152,8 +152,8 @@ def _rules_by_path() -> dict[str, list[dict[str, Any]]]:
 
 def test_cel_rules_compile_and_sit_where_expected() -> None:
     rules = _rules_by_path()
-    assert sorted(rules) == [".spec", ".spec.metrics[].target"]
-    assert len(rules[".spec"]) == 3
+    assert sorted(rules) == [".spec", ".spec.metrics[].target", ".spec.serverHeadersFrom[]"]
+    assert len(rules[".spec"]) == 4
     for entries in rules.values():
         for entry in entries:
             _ENV.compile(entry["rule"])
@@ -244,7 +244,51 @@ SPECS = {
     ),
     "custom-no-provider": (_spec(metricProvider="Custom", metrics=None), False),
     "custom-no-provider-with-metrics": (_spec(metricProvider="Custom"), False),
+    "headers-from-distinct": (
+        _spec(serverHeaders={"X-A": "1"}, serverHeadersFrom=[{"name": "X-B", "value": "2"}]),
+        True,
+    ),
+    "headers-from-only": (_spec(serverHeadersFrom=[{"name": "X-B", "value": "2"}]), True),
+    "headers-from-repeats-server-headers": (
+        _spec(serverHeaders={"X-A": "1"}, serverHeadersFrom=[{"name": "X-A", "value": "2"}]),
+        False,
+    ),
 }
+
+_REF = {"secretKeyRef": {"name": "auth", "key": "token"}}
+HEADER_ENTRIES = {
+    "value": ({"name": "X", "value": "v"}, True),
+    "empty-value": ({"name": "X", "value": ""}, True),
+    "value-from": ({"name": "X", "valueFrom": _REF}, True),
+    "neither": ({"name": "X"}, False),
+    "both": ({"name": "X", "value": "v", "valueFrom": _REF}, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEADER_ENTRIES))
+def test_header_entry_rule_agrees_with_the_parser(name: str) -> None:
+    entry, valid = HEADER_ENTRIES[name]
+    (rule,) = _rules_by_path()[".spec.serverHeadersFrom[]"]
+    assert rule["message"].startswith("exactly one of value and valueFrom")
+    assert _cel(rule["rule"], entry) == (RULE_CHECKS[_rule_for(rule)](entry) is None) == valid
+    spec = _spec(serverHeadersFrom=[entry])
+    if valid:
+        LLMScalerSpec.from_dict(spec)
+    else:
+        with pytest.raises(SpecError, match="exactly one of value and valueFrom"):
+            LLMScalerSpec.from_dict(spec)
+
+
+def test_server_headers_from_schema() -> None:
+    node = _schema()["properties"]["spec"]["properties"]["serverHeadersFrom"]
+    assert node["x-kubernetes-list-type"] == "map"
+    assert node["x-kubernetes-list-map-keys"] == ["name"]
+    assert node["maxItems"] == 16
+    item = node["items"]
+    assert item["required"] == ["name"]
+    ref = item["properties"]["valueFrom"]["properties"]["secretKeyRef"]
+    assert ref["required"] == ["name", "key"]
+    assert set(ref["properties"]) == {"name", "key"}  # no namespace: always the scaler's own
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

@@ -23,6 +23,8 @@ import attrs
 from .fields import (
     CUSTOM_PROVIDER_RULE,
     FIELDS,
+    HEADER_VALUE_RULE,
+    HEADERS_FROM_RULE,
     METRICS_RULE,
     MIN_MAX_RULE,
     NO_VALUE,
@@ -139,11 +141,31 @@ def _check_metrics(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _check_header_value(obj: Mapping[str, Any]) -> str | None:
+    if (obj.get("value") is None) == (obj.get("valueFrom") is None):
+        return HEADER_VALUE_RULE.message
+    return None
+
+
+def _check_headers_from(obj: Mapping[str, Any]) -> str | None:
+    plain, sourced = obj.get("serverHeaders"), obj.get("serverHeadersFrom")
+    if not isinstance(plain, Mapping) or not isinstance(sourced, list):
+        return None
+    both = sorted(
+        {str(h.get("name")) for h in sourced if isinstance(h, Mapping) and h.get("name") in plain}
+    )
+    if both:
+        return f"{HEADERS_FROM_RULE.message} ({', '.join(map(str, both))})"
+    return None
+
+
 RULE_CHECKS: dict[Rule, Callable[[Any], str | None]] = {
     TARGET_RULE: _check_target,
     MIN_MAX_RULE: _check_min_max,
     CUSTOM_PROVIDER_RULE: _check_custom_provider,
     METRICS_RULE: _check_metrics,
+    HEADER_VALUE_RULE: _check_header_value,
+    HEADERS_FROM_RULE: _check_headers_from,
 }
 
 

@@ -14,15 +14,20 @@ from typing import Any
 import attrs
 
 from .types import (
+    HEADER_NAME_PATTERN,
+    SECRET_KEY_PATTERN,
     TARGET_MAX_LENGTH,
     TARGET_PATTERN,
     Condition,
     CustomProvider,
+    HeaderSource,
+    HeaderValueSource,
     LLMScalerSpec,
     LLMScalerStatus,
     MetricSpec,
     Preemption,
     ScaleDown,
+    SecretKeySelector,
     TargetRef,
 )
 
@@ -111,6 +116,19 @@ METRICS_RULE = Rule(
     field_path=".metrics",
     reason="FieldValueRequired",
 )
+HEADER_VALUE_RULE = Rule(
+    rule="has(self.value) != has(self.valueFrom)",
+    message="exactly one of value and valueFrom must be set on a serverHeadersFrom entry",
+)
+HEADERS_FROM_RULE = Rule(
+    rule=(
+        "!has(self.serverHeadersFrom) || !has(self.serverHeaders) || "
+        "self.serverHeadersFrom.all(h, !(h.name in self.serverHeaders))"
+    ),
+    message="a header must not be named in both serverHeaders and serverHeadersFrom",
+    field_path=".serverHeadersFrom",
+    reason="FieldValueDuplicate",
+)
 
 _INT32 = "int32"
 _DNS_NAME_MAX = 253
@@ -119,7 +137,19 @@ TYPES: dict[type, TypeMeta] = {
     LLMScalerSpec: TypeMeta(
         "Desired behaviour of the scaler: the workload to size, where its scaling signal "
         "comes from, the replica bounds and the scale-down damping.",
-        rules=(MIN_MAX_RULE, CUSTOM_PROVIDER_RULE, METRICS_RULE),
+        rules=(MIN_MAX_RULE, CUSTOM_PROVIDER_RULE, METRICS_RULE, HEADERS_FROM_RULE),
+    ),
+    HeaderSource: TypeMeta(
+        "One HTTP header sent with every request to serverAddress: its value is either "
+        "written here (value) or read from a Secret in the scaler's namespace (valueFrom). "
+        "Exactly one of the two is set.",
+        rules=(HEADER_VALUE_RULE,),
+    ),
+    HeaderValueSource: TypeMeta("Where the header's value is read from."),
+    SecretKeySelector: TypeMeta(
+        "A key of a Secret in the LLMScaler's own namespace. The manager reads it with a "
+        "get on that one Secret (never list or watch), keeps it in memory for at most 30 "
+        "seconds, and never writes the value to logs, Events, status or metrics."
     ),
     TargetRef: TypeMeta(
         "The workload whose spec.replicas this scaler owns. It is looked up in the scaler's "
@@ -217,6 +247,48 @@ FIELDS: dict[type, dict[str, FieldMeta]] = {
             pattern="^/",
         ),
     },
+    SecretKeySelector: {
+        "name": FieldMeta(
+            "name",
+            "Name of the Secret, in the scaler's namespace.",
+            required=True,
+            min_length=1,
+            max_length=_DNS_NAME_MAX,
+        ),
+        "key": FieldMeta(
+            "key",
+            "Key in the Secret's data whose value is the header's value.",
+            required=True,
+            min_length=1,
+            max_length=_DNS_NAME_MAX,
+            pattern=SECRET_KEY_PATTERN,
+        ),
+    },
+    HeaderValueSource: {
+        "secret_key_ref": FieldMeta(
+            "secretKeyRef",
+            "A key of a Secret in the scaler's namespace.",
+            required=True,
+        ),
+    },
+    HeaderSource: {
+        "name": FieldMeta(
+            "name",
+            "Header name, for example Authorization.",
+            required=True,
+            min_length=1,
+            max_length=256,
+            pattern=HEADER_NAME_PATTERN,
+        ),
+        "value": FieldMeta(
+            "value",
+            "The header's value, used verbatim. Prefer valueFrom for credentials.",
+        ),
+        "value_from": FieldMeta(
+            "valueFrom",
+            "Read the header's value from a Secret key instead (kept out of the LLMScaler).",
+        ),
+    },
     ScaleDown: {
         "stabilization_window_seconds": FieldMeta(
             "stabilizationWindowSeconds",
@@ -306,7 +378,18 @@ FIELDS: dict[type, dict[str, FieldMeta]] = {
         "server_headers": FieldMeta(
             "serverHeaders",
             "HTTP headers sent verbatim with every request to serverAddress, for example "
-            "Authorization.",
+            "Authorization. The values are stored in the LLMScaler in plain text: take "
+            "credentials from a Secret with serverHeadersFrom instead.",
+        ),
+        "server_headers_from": FieldMeta(
+            "serverHeadersFrom",
+            "More headers sent with every request to serverAddress (metric queries, the "
+            "deletionCostQuery and decision-server requests), each with a literal value or a "
+            "value read from a Secret key in the scaler's namespace. A missing Secret or key "
+            "holds the fleet and is reported in the conditions; names must not repeat "
+            "serverHeaders.",
+            max_items=16,
+            extra=(("x-kubernetes-list-map-keys", ["name"]), ("x-kubernetes-list-type", "map")),
         ),
         "metrics": FieldMeta(
             "metrics",

@@ -37,6 +37,11 @@ _TARGET_RE = re.compile(TARGET_PATTERN)
 
 INT32_MAX = 2**31 - 1
 
+#: An HTTP header name (an RFC 9110 token).
+HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+#: A key of a Secret's data (what ``kubectl create secret`` accepts).
+SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
+
 
 class SpecError(ValueError):
     """An LLMScaler (or part of one) that breaks the API's rules.
@@ -158,6 +163,33 @@ class CustomProvider:
 
 
 @attrs.frozen
+class SecretKeySelector:
+    """One key of a Secret in the scaler's own namespace."""
+
+    name: str
+    key: str
+
+
+@attrs.frozen
+class HeaderValueSource:
+    """Where a header's value is read from instead of the LLMScaler itself."""
+
+    secret_key_ref: SecretKeySelector
+
+
+@attrs.frozen
+class HeaderSource:
+    """One header sent to serverAddress: a literal ``value`` or a ``valueFrom`` reference.
+
+    Exactly one of the two is set (a CEL rule and the parser both enforce it).
+    """
+
+    name: str
+    value: str | None = None
+    value_from: HeaderValueSource | None = None
+
+
+@attrs.frozen
 class ScaleDown:
     """Scale-down damping (stabilization window, step cap) and cache-aware victim choice."""
 
@@ -186,11 +218,17 @@ class LLMScalerSpec:
     metric_provider: MetricProvider = MetricProvider.PROMETHEUS
     custom_provider: CustomProvider | None = None
     server_headers: Mapping[str, str] = attrs.field(factory=FrozenMap, converter=_freeze_map)
+    server_headers_from: tuple[HeaderSource, ...] = attrs.field(default=(), converter=_freeze_tuple)
     metrics: tuple[MetricSpec, ...] = attrs.field(default=(), converter=_freeze_tuple)
     sync_period_seconds: int = 15
     retry_period_seconds: int = 10
     scale_down: ScaleDown = attrs.field(factory=ScaleDown)
     preemption: Preemption | None = None
+
+    @property
+    def secret_headers(self) -> tuple[HeaderSource, ...]:
+        """The ``serverHeadersFrom`` entries whose value lives in a Secret."""
+        return tuple(h for h in self.server_headers_from if h.value_from is not None)
 
     @classmethod
     def from_dict(cls, obj: Any, *, path: str = "spec") -> LLMScalerSpec:
