@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import datetime
 import re
+import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -82,6 +83,20 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxlong, _SHOWN.maxother = 3, 60, 40, 60
+_SHOWN.maxlist = _SHOWN.maxdict = 4
+
+
+def shown(value: Any) -> str:
+    """A short ``repr`` of a bad value for a problem message.
+
+    A plain ``repr`` of a value nested thousands deep raises RecursionError, and one of a
+    megabyte string makes a megabyte condition message; neither helps the user fix the field.
+    """
+    return _SHOWN.repr(value)
+
+
 @cache
 def type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -122,7 +137,7 @@ def _check_target(value: Any) -> str | None:
 def _check_min_max(obj: Mapping[str, Any]) -> str | None:
     lo, hi = obj.get("minReplicas"), obj.get("maxReplicas")
     if isinstance(lo, int) and isinstance(hi, int) and _is_int(lo) and _is_int(hi) and lo > hi:
-        return f"{MIN_MAX_RULE.message} (minReplicas {lo} > maxReplicas {hi})"
+        return f"{MIN_MAX_RULE.message} (minReplicas {shown(lo)} > maxReplicas {shown(hi)})"
     return None
 
 
@@ -184,7 +199,7 @@ def _decode_scalar(hint: Any, meta: FieldMeta | None, value: Any, path: str, p: 
     if isinstance(hint, type) and issubclass(hint, Enum):
         allowed = [m.value for m in hint]
         if not isinstance(value, str) or value not in allowed:
-            p.add(path, f"must be one of {', '.join(allowed)}, got {value!r}")
+            p.add(path, f"must be one of {', '.join(allowed)}, got {shown(value)}")
             return _INVALID
         return hint(value)
     if hint is bool:
@@ -194,13 +209,13 @@ def _decode_scalar(hint: Any, meta: FieldMeta | None, value: Any, path: str, p: 
         return value
     if hint is int:
         if not _is_int(value):
-            p.add(path, f"must be an integer, got {json_type(value)} {value!r}")
+            p.add(path, f"must be an integer, got {json_type(value)} {shown(value)}")
             return _INVALID
         fmt = meta.format if meta else None
         if fmt in _INT_RANGES:
             lo, hi = _INT_RANGES[fmt]
             if not lo <= value <= hi:
-                p.add(path, f"{value} does not fit in {fmt}")
+                p.add(path, f"{shown(value)} does not fit in {fmt}")
                 return _INVALID
         if meta and meta.minimum is not None and value < meta.minimum:
             p.add(path, f"must be at least {meta.minimum}, got {value}")
@@ -228,13 +243,13 @@ def _check_string(meta: FieldMeta | None, value: str, path: str, p: _Problems) -
         p.add(path, f"must be at most {meta.max_length} characters, got {len(value)}")
         bad = True
     if meta.pattern is not None and not bad and not re.search(meta.pattern, value):
-        p.add(path, f"{value!r} does not match {meta.pattern}")
+        p.add(path, f"{shown(value)} does not match {meta.pattern}")
         bad = True
     if meta.enum is not None and value not in meta.enum:
-        p.add(path, f"must be one of {', '.join(meta.enum)}, got {value!r}")
+        p.add(path, f"must be one of {', '.join(meta.enum)}, got {shown(value)}")
         bad = True
     if meta.format == "date-time" and not is_rfc3339(value):
-        p.add(path, f"{value!r} is not an RFC 3339 date-time")
+        p.add(path, f"{shown(value)} is not an RFC 3339 date-time")
         bad = True
     return _INVALID if bad else value
 
@@ -417,7 +432,7 @@ def decode_scaler(obj: Any) -> LLMScaler:
     for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
         got = obj.get(key)
         if got is not None and got != expected:
-            p.add(key, f"must be {expected}, got {got!r}")
+            p.add(key, f"must be {expected}, got {shown(got)}")
     md = obj.get("metadata")
     if not isinstance(md, Mapping):
         p.add("metadata", f"must be an object, got {json_type(md)}")
@@ -430,7 +445,7 @@ def decode_scaler(obj: Any) -> LLMScaler:
     if generation is None:
         generation = 0
     if not _is_int(generation) or generation < 0:
-        p.add("metadata.generation", f"must be a non-negative integer, got {generation!r}")
+        p.add("metadata.generation", f"must be a non-negative integer, got {shown(generation)}")
         generation = 0
     raw_spec = obj.get("spec")
     spec: Any = _INVALID
