@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, SpecError
 from llmscaler_runtime.scaling.providers.base import MetricError
 from llmscaler_runtime.scaling.providers.decision import parse_decision
 from llmscaler_runtime.scaling.providers.prometheus import parse_query_response
@@ -21,3 +24,39 @@ def test_prometheus_reply_nested_10000_deep_is_a_metric_error() -> None:
 def test_decision_reply_nested_10000_deep_is_a_metric_error() -> None:
     with pytest.raises(MetricError, match="not valid JSON"):
         parse_decision(200, "application/json", DEEP, service_id="svc")
+
+
+def _scaler(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "serverAddress": "http://p",
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "metrics": [{"query": "q", "target": "1"}],
+    }
+    return {"metadata": {"name": "s"}, "spec": {**base, **spec}}
+
+
+def test_spec_value_nested_10000_deep_is_a_spec_error() -> None:
+    # the problem message quoted the value with repr(), which raised RecursionError: the
+    # reconciler only catches SpecError from the parse, so the scaler went to the workqueue's
+    # exponential backoff instead of reporting InvalidSpec
+    deep: Any = 0
+    for _ in range(10_000):
+        deep = [deep]
+    with pytest.raises(SpecError, match=r"spec.metricProvider: must be one of .*\[\[\["):
+        LLMScaler.from_dict(_scaler(metricProvider=deep))
+
+
+def test_spec_problem_quotes_a_long_value_briefly() -> None:
+    with pytest.raises(SpecError) as err:
+        LLMScaler.from_dict(_scaler(maxReplicas="x" * 1_000_000, minReplicas=10**4000))
+    assert len(str(err.value)) < 300
+
+
+def test_decision_with_a_4000_digit_count_is_refused_in_a_short_message() -> None:
+    body = b'{"apiVersion": "llmscaling.inference.x-k8s.io/v1alpha1", "decisions": '
+    body += b'[{"serviceId": "svc", "replicas": {"active": 1' + b"0" * 4000 + b"}}]}"
+    with pytest.raises(MetricError, match=r"outside \[0, 2147483647\]") as err:
+        parse_decision(200, "application/json", body, service_id="svc")
+    assert len(str(err.value)) < 100

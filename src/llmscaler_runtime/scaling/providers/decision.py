@@ -108,7 +108,9 @@ def parse_decision(
             "a JSON integer is required"
         )
     if not 0 <= active <= INT32_MAX:
-        raise MetricError(f"replicas.active {active} is outside [0, {INT32_MAX}]")
+        text = str(active)  # up to 4300 digits: json.loads' limit
+        text = text if len(text) <= 20 else f"{text[:12]}... ({len(text)} digits)"
+        raise MetricError(f"replicas.active {text} is outside [0, {INT32_MAX}]")
     return active
 
 
