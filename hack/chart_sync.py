@@ -10,7 +10,8 @@ is stale:
   ``templates/crd/`` inside ``{{- if .Values.crd.enable }}`` ... ``{{- end }}``, with one
   addition under ``metadata:``: the ``helm.sh/resource-policy: keep`` annotation when
   ``crd.keep`` is set, so ``helm uninstall`` does not delete the CRD and every LLMScaler with it.
-* The rules of the manager ClusterRole, the leader-election Role and the admin/editor/viewer
+* The rules of the manager ClusterRole, its Secret-reader ClusterRole, the leader-election Role
+  and the admin/editor/viewer
   ClusterRoles under ``config/rbac/`` become the ``rules:`` of the chart's RBAC templates (their
   metadata uses the chart's names and labels). A role missing from config/ is reported and the
   chart's current template is kept.
@@ -61,6 +62,12 @@ ROLES = (
         "leader-election-role",
         "rbac/leader_election_role.yaml",
         "and .Values.rbac.enable .Values.leaderElection.enabled",
+    ),
+    RoleSpec(
+        "ClusterRole",
+        "secret-reader-role",
+        "rbac/secret_reader_role.yaml",
+        "and .Values.rbac.enable .Values.rbac.secretHeaders",
     ),
     RoleSpec(
         "ClusterRole",

@@ -36,6 +36,7 @@ def run(opts: Options) -> int:
     from llmscaler_runtime.log import configure_logging
     from llmscaler_runtime.manager import LeaderElectionConfig, Manager
     from llmscaler_runtime.scaling import HttpOptions, setup
+    from llmscaler_runtime.scaling.addresses import AddressPolicy
 
     configure_logging(opts.log_level, "console" if opts.log_format == "console" else "json")
     log = structlog.get_logger("llmscaler_manager")
@@ -69,6 +70,7 @@ def run(opts: Options) -> int:
         manager,
         max_concurrent_reconciles=opts.max_concurrent_reconciles,
         http_options=http_options,
+        address_policy=AddressPolicy(opts.allowed_server_addresses),
     )
     log.info(
         "starting manager",
@@ -76,6 +78,7 @@ def run(opts: Options) -> int:
         leader_elect=opts.leader_elect,
         watch_namespace=opts.watch_namespace or "<all>",
         max_concurrent_reconciles=opts.max_concurrent_reconciles,
+        allowed_server_addresses=",".join(opts.allowed_server_addresses) or "<all>",
         pid=os.getpid(),
     )
     return manager.run()

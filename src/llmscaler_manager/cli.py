@@ -34,6 +34,7 @@ class Options:
     metrics_ca_bundle: str | None
     metrics_insecure_skip_verify: bool
     metrics_timeout: float
+    allowed_server_addresses: tuple[str, ...] = ()
 
 
 def _bind_address(value: str) -> str:
@@ -67,6 +68,16 @@ def _positive_float(value: str) -> float:
     if not f > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
     return f
+
+
+def _address_list(value: str) -> tuple[str, ...]:
+    """A comma list for ``--allowed-server-addresses``, each entry checked at start-up."""
+    from llmscaler_runtime.scaling.addresses import parse_address_policy
+
+    try:
+        return parse_address_policy(value).entries
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         help="Total timeout in seconds of one metric or decision request. Default 5.",
     )
+    p.add_argument(
+        "--allowed-server-addresses",
+        type=_address_list,
+        default=None,
+        help="Comma list restricting spec.serverAddress: schemes (https), CIDRs or IPs "
+        "(10.0.0.0/8), host names (prometheus.monitoring.svc), *.suffix (*.svc.cluster.local), "
+        "'*' (any host) and deny entries prefixed with '!' (!169.254.0.0/16). Host names are "
+        "resolved and every address checked against the CIDRs. Empty (the default) allows "
+        "every address.",
+    )
     return p
 
 
@@ -180,4 +201,5 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         metrics_ca_bundle=ns.metrics_ca_bundle,
         metrics_insecure_skip_verify=ns.metrics_insecure_skip_verify,
         metrics_timeout=ns.metrics_timeout,
+        allowed_server_addresses=tuple(ns.allowed_server_addresses or ()),
     )

@@ -104,6 +104,8 @@ def test_default_builds_the_whole_install() -> None:
         ("ServiceAccount", "llmscaler-controller-manager", NAMESPACE),
         ("ClusterRole", "llmscaler-manager-role", None),
         ("ClusterRoleBinding", "llmscaler-manager-rolebinding", None),
+        ("ClusterRole", "llmscaler-secret-reader-role", None),
+        ("ClusterRoleBinding", "llmscaler-secret-reader-rolebinding", None),
         ("Role", "llmscaler-leader-election-role", NAMESPACE),
         ("RoleBinding", "llmscaler-leader-election-rolebinding", NAMESPACE),
         ("ClusterRole", "llmscaler-admin-role", None),
@@ -168,6 +170,16 @@ def test_manager_cluster_role_is_exactly_least_privilege() -> None:
         | _expand("events.k8s.io", ["events"], ["create", "patch"])
     )
     assert _grants(role) == expected
+
+
+def test_secrets_are_only_ever_read_by_name() -> None:
+    """serverHeadersFrom needs get on Secrets; nothing in the install grants list or watch
+    (which would copy every Secret of the cluster into the manager) or any write."""
+    docs = _build("default")
+    role = _one(docs, "ClusterRole", "llmscaler-secret-reader-role")
+    assert _grants(role) == {("", "secrets", "get")}
+    for other in (d for d in docs if d["kind"] in ("ClusterRole", "Role") and d is not role):
+        assert not any(r in ("secrets", "*") for _, r, _ in _grants(other)), other["metadata"]
 
 
 def test_leases_are_only_granted_in_the_manager_namespace() -> None:

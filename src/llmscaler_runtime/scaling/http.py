@@ -48,6 +48,8 @@ __all__ = [
     "HttpResponse",
     "MetricHttpClient",
     "ResponseTooLarge",
+    "clip",
+    "json_kind",
 ]
 
 MiB = 1024 * 1024
@@ -477,13 +479,37 @@ def _request_target(url: str, params: tuple[tuple[str, str], ...]) -> _Target | 
     return _Target(scheme, host, parsed.port, parsed.request_uri, parsed.url)
 
 
+def clip(text: str, limit: int = 120) -> str:
+    """``text`` made safe to quote in an Event or condition: control characters become
+    spaces and it is cut at ``limit`` characters. For the few short fields of a reply that an
+    error names (an apiVersion, a label value); a response body is never quoted at all."""
+    cleaned = "".join(c if c.isprintable() else " " for c in text[: limit + 1])
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
+
+
+def json_kind(value: object) -> str:
+    """The JSON type of a decoded value, to name what was wrong without quoting it."""
+    if value is None:
+        return "null"
+    for kind, types in (("boolean", bool), ("number", (int, float)), ("string", str)):
+        if isinstance(value, types):
+            return kind
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else "?"
+
+
 def _fetch_error(exc: Exception, timeout: float) -> FetchError:
     """The FetchError for a transport failure, whether it struck connecting or reading."""
     if isinstance(exc, urllib3.exceptions.TimeoutError):
         return FetchError(f"timed out after {timeout:g}s ({type(exc).__name__})")
     if isinstance(exc, urllib3.exceptions.SSLError):
-        return FetchError(f"TLS error: {exc}")
-    return FetchError(f"{type(exc).__name__}: {exc}")
+        return FetchError(f"TLS error: {clip(str(exc), 300)}")
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        # the message may quote what the server sent (a malformed status line): name the
+        # failure, never the bytes
+        inner = exc.args[1] if len(exc.args) > 1 else None
+        kind = type(inner).__name__ if isinstance(inner, BaseException) else "protocol error"
+        return FetchError(f"the connection broke ({kind})")
+    return FetchError(f"{type(exc).__name__}: {clip(str(exc), 300)}")
 
 
 def _is_loopback(host: str) -> bool:

@@ -35,6 +35,7 @@ from llmscaler_runtime.api.v1alpha1 import (
 from llmscaler_runtime.controller.types import Request, Result
 from llmscaler_runtime.kube.errors import ApiError, NotFound
 from llmscaler_runtime.log import get_logger
+from llmscaler_runtime.scaling.addresses import AddressNotAllowed, AddressPolicy
 from llmscaler_runtime.scaling.conflicts import (
     TARGET_INDEX,
     ConflictResolver,
@@ -54,6 +55,11 @@ from llmscaler_runtime.scaling.providers.decision import DecisionProvider
 from llmscaler_runtime.scaling.providers.prometheus import PrometheusProvider
 from llmscaler_runtime.scaling.recommend import HpaRecommender, Recommender
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
+from llmscaler_runtime.scaling.secrets import (
+    SECRET_FORBIDDEN,
+    SecretHeaderError,
+    SecretHeaderResolver,
+)
 from llmscaler_runtime.scaling.status import (
     ABLE_TO_SCALE,
     PREEMPTION,
@@ -254,6 +260,8 @@ class LLMScalerReconciler:
         leader_check: Callable[[], bool] | None = None,
         history: HistoryStore | None = None,
         align_syncs: bool = True,
+        address_policy: AddressPolicy | None = None,
+        secret_headers: SecretHeaderResolver | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -265,6 +273,11 @@ class LLMScalerReconciler:
         self.leader_check = leader_check
         self.history = history or HistoryStore()
         self.align_syncs = align_syncs
+        self.address_policy = address_policy or AddressPolicy()
+        self._secret_headers = secret_headers
+        # uid -> (parsed scaler, its headers, the scaler as the providers see it): the
+        # effective scaler is rebuilt only when the spec or a header value changed
+        self._effective: dict[str, tuple[LLMScaler, Mapping[str, str], LLMScaler]] = {}
         self._uids: dict[str, str] = {}
         # uid -> (resourceVersion, parsed scaler, raw status == its typed form re-encoded):
         # a scaler is re-parsed only when it changed
@@ -311,6 +324,7 @@ class LLMScalerReconciler:
         self.history.forget(uid)
         with self._uids_lock:
             self._parsed.pop(uid, None)
+            self._effective.pop(uid, None)
 
     def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
@@ -364,6 +378,16 @@ class LLMScalerReconciler:
             self._write_status(obj, scaler, failed.drafts)
             return retry
 
+        # 1b. may requests go to serverAddress, and with which headers? (a no-op, without
+        # allocations, for the default policy and scalers without serverHeadersFrom)
+        asked = scaler  # what the providers get: the same scaler unless headers are merged
+        if not self.address_policy.allow_all or spec.server_headers_from:
+            try:
+                asked = self._requestable(obj, scaler, target)
+            except _SyncFailed as failed:
+                self._write_status(obj, scaler, failed.drafts, current=target.ready_replicas)
+                return retry
+
         # 2. rollout guard: a Deployment mid-rollout is left alone (not a failure)
         decision = self.steps.guard.check(target)
         if not decision.proceed:
@@ -374,7 +398,7 @@ class LLMScalerReconciler:
 
         # 3. measure, recommend, pace: pure steps, no API calls
         now = self.clock.now()
-        measurement = self.steps.fetcher.fetch(scaler, float(spec.sync_period_seconds))
+        measurement = self.steps.fetcher.fetch(asked, float(spec.sync_period_seconds))
         self._report_measurement_errors(obj, scaler, measurement)
         recommendation = self.steps.recommender.recommend(spec, target, measurement)
         history = self.history.get(scaler.uid)
@@ -384,7 +408,7 @@ class LLMScalerReconciler:
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
         if plan.changes:
-            failure = self._scale(obj, scaler, target, plan, recommendation, now)
+            failure = self._scale(obj, scaler, target, plan, recommendation, now, asked)
             if failure is not None:
                 self.history.put(scaler.uid, plan.history_if_failed)
                 drafts = [
@@ -434,10 +458,12 @@ class LLMScalerReconciler:
         plan: Plan,
         recommendation: Recommendation,
         started: float,
+        asked: LLMScaler | None = None,
     ) -> str | None:
         """Victim hints, then the replica write, then events; the failure message or None.
-        ``started`` is when the sync began (its budget is one period)."""
-        costs = self._victims(obj, scaler, target, plan, started)
+        ``started`` is when the sync began (its budget is one period); ``asked`` is the
+        scaler as the providers see it (its resolved headers)."""
+        costs = self._victims(obj, scaler, target, plan, started, asked or scaler)
         try:
             result = self.steps.writer.write(self.client, target, plan.replicas, costs)
         except ApiError as exc:
@@ -463,6 +489,64 @@ class LLMScalerReconciler:
             + (f"; held by {plan.held_by}" if plan.held_by else ""),
         )
         return None
+
+    def _requestable(self, obj: dict[str, Any], scaler: LLMScaler, target: TargetView) -> LLMScaler:
+        """The scaler as the providers see it (``serverHeadersFrom`` merged into the headers),
+        once its serverAddress passed the address policy; raises _SyncFailed holding the fleet.
+        No request is sent and no Secret is read for an address the policy refuses."""
+        spec = scaler.spec
+        holding = _cond(
+            ABLE_TO_SCALE,
+            True,
+            "HoldingReplicas",
+            f"Holding {target.spec_replicas} replicas until the metric source can be asked.",
+        )
+        try:
+            self.address_policy.check(spec.server_address)
+        except AddressNotAllowed as exc:
+            message = (
+                f"serverAddress {spec.server_address!r} is not allowed by the manager's "
+                f"--allowed-server-addresses: {exc}; no request was sent."
+            )
+            self._event(obj, "Warning", "ServerAddressNotAllowed", message)
+            raise _SyncFailed(
+                [
+                    holding,
+                    _cond(SCALING_ACTIVE, False, "ServerAddressNotAllowed", message),
+                    _cond(READY, False, "ServerAddressNotAllowed", message),
+                ]
+            ) from None
+        if not spec.server_headers_from:
+            return scaler
+        if self._secret_headers is None:
+            self._secret_headers = SecretHeaderResolver(self.client)
+        try:
+            headers = self._secret_headers.headers(
+                scaler.namespace, spec.server_headers_from, spec.server_headers
+            )
+        except SecretHeaderError as exc:
+            message = f"A serverHeadersFrom value cannot be read: {exc}; holding the fleet."
+            if exc.reason == SECRET_FORBIDDEN:
+                self._event(obj, "Warning", "SecretForbidden", message)
+                reason = "SecretForbidden"
+            else:
+                self._event(obj, "Warning", "FailedGetSecret", message)
+                reason = "FailedGetSecret"
+            raise _SyncFailed(
+                [
+                    holding,
+                    _cond(SCALING_ACTIVE, False, reason, message),
+                    _cond(READY, False, reason, message),
+                ]
+            ) from None
+        with self._uids_lock:
+            cached = self._effective.get(scaler.uid)
+        if cached is not None and cached[0] is scaler and cached[1] == headers:
+            return cached[2]
+        effective = attrs.evolve(scaler, spec=attrs.evolve(spec, server_headers=headers))
+        with self._uids_lock:
+            self._effective[scaler.uid] = (scaler, headers, effective)
+        return effective
 
     def _rivals(self, obj: dict[str, Any], scaler: LLMScaler) -> list[dict[str, Any]]:
         """Scalers that may share this one's target: from the target index when the cache
@@ -552,6 +636,7 @@ class LLMScalerReconciler:
         target: TargetView,
         plan: Plan,
         started: float,
+        asked: LLMScaler | None = None,
     ) -> tuple[PodCost, ...]:
         """Deletion-cost changes for a Deployment scale-down under CacheAware; else none."""
         spec = scaler.spec
@@ -582,7 +667,7 @@ class LLMScalerReconciler:
             try:
                 if left <= 0:
                     raise MetricError("no time left in this sync period after the metric fetch")
-                costs = self.steps.cost_source.pod_costs(scaler, left)
+                costs = self.steps.cost_source.pod_costs(asked or scaler, left)
             except MetricError as exc:
                 self._event(
                     obj,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps, default_steps
@@ -26,11 +27,13 @@ def setup(
     max_concurrent_reconciles: int = 1,
     http_options: HttpOptions | None = None,
     steps: Steps | None = None,
+    address_policy: AddressPolicy | None = None,
 ) -> Any:
     """Register the LLMScaler controller with ``manager`` and return the Controller.
 
     LLMScalers are watched with GenerationChangedPredicate, so the controller's own status
     writes do not trigger a reconcile; periodic evaluation comes from ``requeue_after``.
+    ``address_policy`` restricts where metric requests may go (default: anywhere).
     """
     from llmscaler_runtime.controller import Builder, GenerationChangedPredicate
 
@@ -46,6 +49,7 @@ def setup(
         steps=steps,
         field_manager=FIELD_MANAGER,
         leader_check=getattr(manager, "is_leader", None),
+        address_policy=address_policy,
     )
     return (
         Builder(manager)

@@ -111,6 +111,8 @@ def test_default_render_is_valid_and_consistent(helm: Helm) -> None:
             "ClusterRole",
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
@@ -139,11 +141,20 @@ def test_default_render_is_valid_and_consistent(helm: Helm) -> None:
         for d in docs
         if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("manager-role")
     )
-    binding = _one(docs, "ClusterRoleBinding")
-    assert binding["roleRef"]["name"] == manager_role["metadata"]["name"]
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": account, "namespace": "llmscaler-system"}
-    ]
+    bindings = {
+        d["roleRef"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"
+    }
+    secret_role = next(
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("secret-reader-role")
+    )
+    assert secret_role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    assert set(bindings) == {manager_role["metadata"]["name"], secret_role["metadata"]["name"]}
+    for binding in bindings.values():
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account, "namespace": "llmscaler-system"}
+        ]
     role, role_binding = _one(docs, "Role"), _one(docs, "RoleBinding")
     assert role["metadata"]["namespace"] == "llmscaler-system"
     assert role_binding["roleRef"]["name"] == role["metadata"]["name"]
@@ -193,8 +204,20 @@ def test_switches(helm: Helm) -> None:
     assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & set(no_rbac)
     no_user_roles = helm.render(CHART, sets=["rbac.userRoles=false"])
     assert [d["metadata"]["name"] for d in no_user_roles if d["kind"] == "ClusterRole"] == [
-        "rel-llmscaler-manager-role"
+        "rel-llmscaler-manager-role",
+        "rel-llmscaler-secret-reader-role",
     ]
+    no_secrets = helm.render(CHART, sets=["rbac.secretHeaders=false"])
+    assert not any("secret" in d["metadata"]["name"] for d in no_secrets), _kinds(no_secrets)
+    assert [d["kind"] for d in no_secrets].count("ClusterRoleBinding") == 1
+    restricted = helm.render(
+        CHART, sets=["manager.args.allowedServerAddresses=https\\,*.svc.cluster.local"]
+    )
+    args = _container(restricted)["args"]
+    assert "--allowed-server-addresses=https,*.svc.cluster.local" in args, args
+    cli = pytest.importorskip("llmscaler_manager.cli")
+    assert cli.parse_args(args).allowed_server_addresses == ("https", "*.svc.cluster.local")
+    assert not any(a.startswith("--allowed") for a in _container(helm.render(CHART))["args"])
     single = helm.render(CHART, sets=["leaderElection.enabled=false,manager.replicaCount=1"])
     assert "--leader-elect" not in _container(single)["args"] and "Role" not in _kinds(single)
     assert _one(single, "Deployment")["spec"]["replicas"] == 1
@@ -210,7 +233,9 @@ def test_switches(helm: Helm) -> None:
     named = helm.render(CHART, sets=["serviceAccount.create=false,serviceAccount.name=ops"])
     assert "ServiceAccount" not in _kinds(named)
     assert _one(named, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
-    assert _one(named, "ClusterRoleBinding")["subjects"][0]["name"] == "ops"
+    assert {
+        d["subjects"][0]["name"] for d in named if d["kind"] == "ClusterRoleBinding"
+    } == {"ops"}
 
 
 def test_servicemonitor_selects_the_metrics_service(helm: Helm) -> None:

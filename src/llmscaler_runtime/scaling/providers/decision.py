@@ -22,7 +22,13 @@ from typing import Any, NoReturn
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
-from llmscaler_runtime.scaling.http import FetchError, HttpResponse, MetricHttpClient
+from llmscaler_runtime.scaling.http import (
+    FetchError,
+    HttpResponse,
+    MetricHttpClient,
+    clip,
+    json_kind,
+)
 from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import INT32_MAX, Measurement
 
@@ -58,7 +64,7 @@ def parse_decision(
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type != "application/json":
         raise MetricError(
-            f"decision server answered content-type {content_type or 'none'!r}, "
+            f"decision server answered content-type {clip(content_type) or 'none'!r}, "
             "not application/json"
         )
     try:
@@ -68,13 +74,21 @@ def parse_decision(
             parse_constant=_reject_constant,
         )
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # Recursion: nested too deep
-        raise MetricError(f"decision server reply is not valid JSON: {exc}") from None
+        # the position only: a JSONDecodeError's message never quotes the document
+        where = (
+            f" at line {exc.lineno} column {exc.colno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        raise MetricError(
+            f"decision server reply is not valid JSON{where} ({len(body)} bytes)"
+        ) from None
     if not isinstance(doc, dict):
         raise MetricError("decision server reply is not a JSON object")
     api_version = doc.get("apiVersion")
     if api_version != DECISION_API_VERSION:
         raise MetricError(
-            f"decision server reply has apiVersion {api_version!r}; only "
+            f"decision server reply has apiVersion {clip(str(api_version), 80)!r}; only "
             f"{DECISION_API_VERSION!r} is understood"
         )
     decisions = doc.get("decisions")
@@ -83,7 +97,7 @@ def parse_decision(
     matches: list[Mapping[str, Any]] = []
     for item in decisions:
         if not isinstance(item, dict):
-            raise MetricError(f"malformed decision {item!r}")
+            raise MetricError(f"malformed decision ({json_kind(item)})")
         if item.get("serviceId") != service_id:
             continue
         # an empty namespace (a template rendering an unset value) narrows nothing
@@ -104,7 +118,7 @@ def parse_decision(
     active = replicas["active"]
     if type(active) is not int:
         raise MetricError(
-            f"replicas.active is {json.dumps(active)} ({type(active).__name__}); "
+            f"replicas.active is {clip(json.dumps(active), 40)} ({type(active).__name__}); "
             "a JSON integer is required"
         )
     if not 0 <= active <= INT32_MAX:

@@ -24,7 +24,13 @@ from typing import Any, TypeVar
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, SpecError
-from llmscaler_runtime.scaling.http import FetchError, HttpResponse, MetricHttpClient
+from llmscaler_runtime.scaling.http import (
+    FetchError,
+    HttpResponse,
+    MetricHttpClient,
+    clip,
+    json_kind,
+)
 from llmscaler_runtime.scaling.providers.base import MetricError, coalesce_token
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
 from llmscaler_runtime.scaling.victims import cost_from_value
@@ -48,17 +54,18 @@ def query_url(server_address: str) -> str:
 
 
 def _describe_body(body: bytes, content_type: str) -> str:
-    snippet = body[:120].decode("utf-8", "replace").replace("\n", " ").strip()
-    return f"content-type {content_type or 'none'!r}, body starts {snippet!r}"
+    """What came back, without any of it: the body is the server's to choose, and error text
+    ends up in Events and status (``clip`` bounds the few fields that are quoted)."""
+    return f"content-type {clip(content_type) if content_type else 'none'!r}, {len(body)} bytes"
 
 
 def _sample_value(raw: Any) -> float:
     if not (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], str)):
-        raise MetricError(f'malformed sample {raw!r}: expected [timestamp, "value"]')
+        raise MetricError(f'malformed sample ({json_kind(raw)}): expected [timestamp, "value"]')
     try:
         return float(raw[1])
     except ValueError as exc:
-        raise MetricError(f"sample value {raw[1]!r} is not a number") from exc
+        raise MetricError(f"sample value {clip(raw[1])!r} is not a number") from exc
 
 
 def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sample]:
@@ -72,8 +79,10 @@ def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sa
     if not isinstance(doc, dict):
         raise MetricError(f"HTTP {status}, reply is JSON but not an object")
     if doc.get("status") != "success":
-        err_type = doc.get("errorType", "unknown")
-        raise MetricError(f"Prometheus error (HTTP {status}, {err_type}): {doc.get('error', '')}")
+        err_type = clip(str(doc.get("errorType", "unknown")), 40)
+        raise MetricError(
+            f"Prometheus error (HTTP {status}, {err_type}): {clip(str(doc.get('error', '')))}"
+        )
     if status != 200:
         raise MetricError(f"HTTP {status} from Prometheus")
     data = doc.get("data")
@@ -85,7 +94,8 @@ def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sa
         return [Sample({}, _sample_value(result))]
     if result_type != "vector":
         raise MetricError(
-            f"query returned a {result_type!r} result; an instant vector or scalar is needed "
+            f"query returned a {clip(str(result_type), 40)!r} result; an instant vector or "
+            "scalar is needed "
             "(a range selector must be wrapped, e.g. in avg_over_time)"
         )
     if not isinstance(result, list):
@@ -93,10 +103,10 @@ def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sa
     samples: list[Sample] = []
     for item in result:
         if not isinstance(item, dict):
-            raise MetricError(f"malformed series {item!r}")
+            raise MetricError(f"malformed series ({json_kind(item)})")
         labels = item.get("metric") or {}
         if not isinstance(labels, dict):
-            raise MetricError(f"malformed labels {labels!r}")
+            raise MetricError(f"malformed labels ({json_kind(labels)})")
         samples.append(
             Sample({str(k): str(v) for k, v in labels.items()}, _sample_value(item.get("value")))
         )
@@ -104,7 +114,8 @@ def parse_query_response(status: int, content_type: str, body: bytes) -> list[Sa
 
 
 def _labels_text(labels: Mapping[str, str]) -> str:
-    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    text = "{" + ", ".join(f'{clip(k, 64)}="{clip(v, 64)}"' for k, v in sorted(labels.items()))
+    return clip(text, 300) + "}"
 
 
 # The readers below run once per attempt inside the transport; what they return is shared with
@@ -140,7 +151,7 @@ def _pod_costs(resp: HttpResponse) -> Mapping[str, int]:
         if not pod:
             continue
         if pod in costs:
-            raise MetricError(f"deletionCostQuery returned pod {pod!r} more than once")
+            raise MetricError(f"deletionCostQuery returned pod {clip(pod)!r} more than once")
         cost = cost_from_value(sample.value)
         if cost is not None:
             costs[pod] = cost
