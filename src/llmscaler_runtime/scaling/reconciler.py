@@ -526,12 +526,8 @@ class LLMScalerReconciler:
             )
         except SecretHeaderError as exc:
             message = f"A serverHeadersFrom value cannot be read: {exc}; holding the fleet."
-            if exc.reason == SECRET_FORBIDDEN:
-                self._event(obj, "Warning", "SecretForbidden", message)
-                reason = "SecretForbidden"
-            else:
-                self._event(obj, "Warning", "FailedGetSecret", message)
-                reason = "FailedGetSecret"
+            reason = "SecretForbidden" if exc.reason == SECRET_FORBIDDEN else "FailedGetSecret"
+            self._event(obj, "Warning", reason, message)
             raise _SyncFailed(
                 [
                     holding,
