@@ -4,6 +4,7 @@ CRD's CEL rules reject what the parser rejects."""
 
 from __future__ import annotations
 
+import base64
 import shutil
 import signal
 import socket
@@ -256,7 +257,25 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
     from llmscaler_runtime.testkit.decision_server import DecisionServer
 
     built = _built("default")
-    cluster_rules = next(d for d in built if d["metadata"]["name"] == "llmscaler-manager-role")
+    # every ClusterRole bound to the manager: its own role and the Secret reader
+    bound = {
+        d["roleRef"]["name"]
+        for d in built
+        if d["kind"] == "ClusterRoleBinding"
+        and {"kind": "ServiceAccount", "name": "llmscaler-controller-manager"}.items()
+        <= d["subjects"][0].items()
+    }
+    assert bound == {"llmscaler-manager-role", "llmscaler-secret-reader-role"}, bound
+    cluster_rules = {
+        "rules": [
+            rule
+            for d in built
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"] in bound
+            for rule in d["rules"]
+        ]
+    }
+    for verb in ("list", "watch"):  # Secrets are only ever read by name
+        assert not any(_rule_allows(r, "", "secrets", verb) for r in cluster_rules["rules"])
     ns_rules = next(d for d in built if d["metadata"]["name"] == "llmscaler-leader-election-role")
     assert ns_rules["metadata"]["namespace"] == MANAGER_NS
 
@@ -274,6 +293,14 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
         client = env.client()
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORKLOAD_NS}})
         client.create(_workload("vllm", 1))
+        client.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "decision-auth", "namespace": WORKLOAD_NS},
+                "data": {"token": base64.b64encode(b"Bearer rbac-walk").decode()},
+            }
+        )
         decisions.set_decision("vllm-svc", 3, namespace=WORKLOAD_NS)
         client.create(
             {
@@ -285,6 +312,14 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
                     "metricProvider": "Custom",
                     "serverAddress": decisions.url,
                     "customProvider": {"serviceId": "vllm-svc", "namespace": WORKLOAD_NS},
+                    "serverHeadersFrom": [
+                        {
+                            "name": "Authorization",
+                            "valueFrom": {
+                                "secretKeyRef": {"name": "decision-auth", "key": "token"}
+                            },
+                        }
+                    ],
                     "minReplicas": 1,
                     "maxReplicas": 4,
                     "syncPeriodSeconds": 1,
@@ -332,6 +367,7 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
                 proc.kill()
                 proc.wait()
 
+        seen = decisions.requests
         calls = {
             (
                 r.verb,
@@ -362,6 +398,9 @@ def test_every_api_call_of_the_manager_is_allowed_by_rbac(tmp_path: Path) -> Non
         ("patch", "pods"),
         ("create", "events"),
         ("create", "leases"),
+        ("get", "secrets"),  # the serverHeadersFrom Secret, by name
     ]:
         assert needed in used, f"{needed} never happened, the check proved nothing: {sorted(used)}"
     assert {("patch", "llmscalers/status"), ("update", "llmscalers/status")} & used
+    assert {verb for verb, resource in used if resource == "secrets"} == {"get"}
+    assert {r.headers.get("authorization") for r in seen} == {"Bearer rbac-walk"}, seen
