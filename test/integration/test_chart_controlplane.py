@@ -11,8 +11,8 @@ Least privilege is proven from both sides:
   does not move while it runs, and its log has no Forbidden line;
 * what is outside its role is refused: ``kubectl auth can-i`` answers no for a list of verbs the
   role must not have (and yes for the ones it needs), and real requests with its token (delete a
-  Deployment, read a Secret, change an LLMScaler's spec, take a Lease elsewhere) get 403, each
-  one counted by that same metric.
+  Deployment, list, watch or change Secrets, take a Lease elsewhere) get 403, each one counted
+  by that same metric. Secrets are readable by name only (``get``, for ``serverHeadersFrom``).
 
 The control plane is started here, not by the envtest plugin: helm must install the CRD itself
 (an existing CRD without helm's ownership labels would make the install fail), and the refusal
@@ -22,6 +22,7 @@ scales a Deployment whose status the real Deployment controller has written.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
@@ -71,6 +72,8 @@ MUST = [
     ("get", "leases.coordination.k8s.io", f"-n={RELEASE_NS}"),
     ("create", "leases.coordination.k8s.io", f"-n={RELEASE_NS}"),
     ("update", "leases.coordination.k8s.io", f"-n={RELEASE_NS}"),
+    # serverHeadersFrom: one Secret by name (rbac.secretHeaders, on by default)
+    ("get", "secrets", f"-n={APPS_NS}"),
 ]
 # ... and what it must not be able to do.
 MUST_NOT = [
@@ -87,8 +90,14 @@ MUST_NOT = [
     ("delete", "pods", f"-n={APPS_NS}"),
     ("create", "pods", f"-n={APPS_NS} --subresource=exec"),
     ("create", "pods", f"-n={APPS_NS} --subresource=eviction"),
-    ("get", "secrets", f"-n={RELEASE_NS}"),
     ("list", "secrets", "-A"),
+    ("list", "secrets", f"-n={APPS_NS}"),
+    ("watch", "secrets", "-A"),
+    ("watch", "secrets", f"-n={APPS_NS}"),
+    ("create", "secrets", f"-n={APPS_NS}"),
+    ("update", "secrets", f"-n={APPS_NS}"),
+    ("patch", "secrets", f"-n={APPS_NS}"),
+    ("delete", "secrets", f"-n={APPS_NS}"),
     ("get", "configmaps", f"-n={APPS_NS}"),
     ("list", "events", f"-n={APPS_NS}"),
     ("delete", "events", f"-n={APPS_NS}"),
@@ -225,6 +234,8 @@ def test_helm_install_deploys_the_release_and_the_server_accepts_every_object(
         ("ServiceAccount", f"{RELEASE}"),
         ("ClusterRole", f"{RELEASE}-manager-role"),
         ("ClusterRoleBinding", f"{RELEASE}-manager-rolebinding"),
+        ("ClusterRole", f"{RELEASE}-secret-reader-role"),
+        ("ClusterRoleBinding", f"{RELEASE}-secret-reader-rolebinding"),
         ("Role", f"{RELEASE}-leader-election-role"),
         ("RoleBinding", f"{RELEASE}-leader-election-rolebinding"),
         ("Deployment", f"{RELEASE}-controller-manager"),
@@ -319,10 +330,15 @@ def test_calls_outside_the_role_are_refused_with_403(
     }
     with Client.from_kubeconfig(sa_kubeconfig) as sa:
         assert sa.get("apps/v1", "Deployment", "victim", "refusals")["spec"]["replicas"] == 1
+        # a Secret by name: granted, for serverHeadersFrom (and only ever asked by name)
+        assert sa.get("v1", "Secret", "not-yours", RELEASE_NS)["metadata"]["name"] == "not-yours"
         refusals: dict[str, Callable[[], object]] = {
             "delete a Deployment": lambda: sa.delete("apps/v1", "Deployment", "victim", "refusals"),
-            "read a Secret": lambda: sa.get("v1", "Secret", "not-yours", RELEASE_NS),
+            "change a Secret": lambda: sa.patch(
+                "v1", "Secret", "not-yours", {"stringData": {"password": "x"}}, RELEASE_NS
+            ),
             "list Secrets": lambda: sa.list("v1", "Secret", RELEASE_NS),
+            "list Secrets everywhere": lambda: sa.list("v1", "Secret"),
             "create a Lease outside its namespace": lambda: sa.create(lease),
             "create a Pod": lambda: sa.create(
                 {
@@ -410,7 +426,16 @@ def test_manager_as_the_chart_service_account_makes_only_allowed_calls(
             diagnostics=manager.logs,
         )
 
-        # Up: server-side apply of spec.replicas alone.
+        # Up: server-side apply of spec.replicas alone, asked with a header from a Secret
+        # (a get the real authorizer judges).
+        admin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "decision-auth", "namespace": APPS_NS},
+                "data": {"token": base64.b64encode(b"Bearer chart-sa").decode()},
+            }
+        )
         admin.create(
             decided_scaler(
                 decisions,
@@ -422,6 +447,12 @@ def test_manager_as_the_chart_service_account_makes_only_allowed_calls(
                 min_replicas=1,
                 max_replicas=5,
                 scale_down={"stabilizationWindowSeconds": 0},
+                serverHeadersFrom=[
+                    {
+                        "name": "Authorization",
+                        "valueFrom": {"secretKeyRef": {"name": "decision-auth", "key": "token"}},
+                    }
+                ],
             )
         )
         wait_for(
@@ -430,6 +461,8 @@ def test_manager_as_the_chart_service_account_makes_only_allowed_calls(
             what="scale-up to the decision (3)",
             diagnostics=manager.logs,
         )
+        asked = [r for r in decisions.requests if r.service_id == "svc-model"]
+        assert asked and {r.headers.get("authorization") for r in asked} == {"Bearer chart-sa"}
         owners = [
             m for m in dep()["metadata"].get("managedFields", []) if m["manager"] == FIELD_MANAGER
         ]
