@@ -516,6 +516,108 @@ def test_manager_as_the_chart_service_account_makes_only_allowed_calls(
     assert not lease["spec"].get("holderIdentity"), lease["spec"]
 
 
+def test_without_the_secret_role_a_scaler_reports_secret_forbidden_and_others_scale(
+    cp: Any,
+    helm: Helm,
+    admin: Client,
+    release: dict[str, Any],
+    sa_kubeconfig: str,
+    decisions: DecisionServer,
+) -> None:
+    """``helm upgrade --set rbac.secretHeaders=false``: the real authorizer now refuses the
+    Secret, the scaler that needs it says so (SecretForbidden) and holds, the other scales."""
+    out = helm.run(
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        f"--namespace={RELEASE_NS}",
+        "--reuse-values",
+        "--set=rbac.secretHeaders=false",
+        f"--kubeconfig={cp.kubeconfig_path}",
+        "--timeout=5m",
+        timeout=360,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    with pytest.raises(NotFound):
+        admin.get("rbac.authorization.k8s.io/v1", "ClusterRole", f"{RELEASE}-secret-reader-role")
+    wait_for(
+        lambda: _can_i(cp, sa_kubeconfig, "get", "secrets", f"-n={APPS_NS}") == "no",
+        timeout=60,
+        what="the authorizer to drop get on secrets",
+    )
+    ns = "no-secret-role"
+    admin.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, field_manager="test"
+    )
+    admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "decision-auth", "namespace": ns},
+            "data": {"token": base64.b64encode(b"Bearer unreadable").decode()},
+        }
+    )
+    for app in ("plain", "secretive"):
+        admin.create(deployment(app, ns, 1))
+    for app in ("plain", "secretive"):
+        wait_for(
+            lambda app=app: (
+                admin.get("apps/v1", "Deployment", app, ns).get("status", {}).get("readyReplicas")
+                == 1
+            ),
+            timeout=120,
+            what=f"{app} ready",
+        )
+    manager = ManagerProcess(
+        sa_kubeconfig, *_manager_args(release), env={"POD_NAMESPACE": RELEASE_NS}
+    ).start()
+    try:
+        manager.wait_ready(timeout=120)
+        header = [
+            {
+                "name": "Authorization",
+                "valueFrom": {"secretKeyRef": {"name": "decision-auth", "key": "token"}},
+            }
+        ]
+        admin.create(
+            decided_scaler(
+                decisions,
+                "secretive",
+                ns,
+                "secretive",
+                3,
+                service_id="svc-secretive",
+                serverHeadersFrom=header,
+            )
+        )
+        admin.create(decided_scaler(decisions, "plain", ns, "plain", 2, service_id="svc-plain"))
+
+        def reason(name: str) -> str | None:
+            cond = _condition(admin.get(LLMSCALER, "LLMScaler", name, ns), "ScalingActive")
+            return None if cond is None else str(cond["reason"])
+
+        wait_for(
+            lambda: reason("secretive") == "SecretForbidden",
+            timeout=120,
+            what="SecretForbidden",
+            diagnostics=manager.logs,
+        )
+        wait_for(
+            lambda: admin.get("apps/v1", "Deployment", "plain", ns)["spec"]["replicas"] == 2,
+            timeout=120,
+            what="the scaler without Secret headers to scale",
+            diagnostics=manager.logs,
+        )
+        assert admin.get("apps/v1", "Deployment", "secretive", ns)["spec"]["replicas"] == 1
+        cond = _condition(admin.get(LLMSCALER, "LLMScaler", "secretive", ns), "Ready")
+        assert cond is not None and "rbac.secretHeaders" in cond["message"], cond
+        assert not [r for r in decisions.requests if r.service_id == "svc-secretive"]
+    finally:
+        code = manager.stop()
+    assert code == 0, manager.logs()
+    assert "Bearer unreadable" not in manager.logs(tail=1_000_000)
+
+
 # -- the uninstall (last: it removes the release the tests above share) ------------------------
 def test_helm_uninstall_keeps_the_crd_and_removes_the_rest(
     cp: Any, helm: Helm, admin: Client, release: dict[str, Any]
