@@ -321,6 +321,20 @@ def test_samples_kustomization_lists_both_samples() -> None:
     ]
 
 
+def test_secret_headers_sample_is_accepted_and_refers_to_its_secret() -> None:
+    path = SAMPLES / "autoscaling_v1alpha1_llmscaler_secretheaders.yaml"
+    secret, obj = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert secret["kind"] == "Secret" and obj["kind"] == "LLMScaler"
+    kubernetes_validate.validate(secret, K8S_VERSION, strict=True)
+    assert _cel_violations(obj) == []
+    spec = LLMScaler.from_dict(obj).spec
+    assert not spec.server_headers, "the point of the sample: no credential in the scaler"
+    (auth,) = spec.secret_headers
+    assert auth.value_from is not None
+    ref = auth.value_from.secret_key_ref
+    assert ref.name == secret["metadata"]["name"] and ref.key in secret["stringData"]
+
+
 def test_samples_prometheus_sample_is_accepted_and_matches_the_example() -> None:
     obj = yaml.safe_load((SAMPLES / "autoscaling_v1alpha1_llmscaler.yaml").read_text())
     assert _cel_violations(obj) == []
