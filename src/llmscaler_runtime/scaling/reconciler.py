@@ -274,7 +274,7 @@ class LLMScalerReconciler:
         self.history = history or HistoryStore()
         self.align_syncs = align_syncs
         self.address_policy = address_policy or AddressPolicy()
-        self._secret_headers = secret_headers
+        self.secret_headers = secret_headers or SecretHeaderResolver(client)
         # uid -> (parsed scaler, its headers, the scaler as the providers see it): the
         # effective scaler is rebuilt only when the spec or a header value changed
         self._effective: dict[str, tuple[LLMScaler, Mapping[str, str], LLMScaler]] = {}
@@ -518,10 +518,8 @@ class LLMScalerReconciler:
             ) from None
         if not spec.server_headers_from:
             return scaler
-        if self._secret_headers is None:
-            self._secret_headers = SecretHeaderResolver(self.client)
         try:
-            headers = self._secret_headers.headers(
+            headers = self.secret_headers.headers(
                 scaler.namespace, spec.server_headers_from, spec.server_headers
             )
         except SecretHeaderError as exc:

@@ -412,7 +412,8 @@ def test_a_missing_secret_holds_the_fleet_and_others_keep_working() -> None:
     assert w.replicas("other") == 4 and w.condition("Ready", "other")["status"] == "True"
     # the Secret appears (with the wrong key first): reported, then used
     w.cluster.put(secret("auth", password=CANARY))
-    w.reconciler._secret_headers = None  # a fresh cache, instead of waiting out error_ttl
+    # a fresh cache, instead of waiting out error_ttl
+    w.reconciler.secret_headers = SecretHeaderResolver(w.reconciler.client)
     w.sync("s")
     assert "has no key 'token'" in w.condition("ScalingActive")["message"]
     assert CANARY not in w.everything_written()
@@ -449,6 +450,26 @@ def test_a_disallowed_address_sends_nothing_and_reads_no_secret() -> None:
     assert w.replicas("s") == 3
     w.sync("ok")
     assert len(w.fetcher.seen) == 1 and w.condition("Ready", "ok")["status"] == "True"
+
+
+def test_scalers_without_secret_headers_skip_the_request_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default policy and a spec without serverHeadersFrom cost nothing per sync: the
+    fetch gets the parsed scaler itself, and the checks are never entered."""
+    w = World()
+    w.add("s", serverHeaders={"Authorization": "Bearer plain"})
+
+    def entered(*_a: Any) -> LLMScaler:
+        raise AssertionError("_requestable ran for a scaler that needs none of it")
+
+    monkeypatch.setattr(w.reconciler, "_requestable", entered)
+    seen: list[LLMScaler] = []
+    original = w.fetcher.fetch
+    w.fetcher.fetch = lambda scaler, budget: seen.append(scaler) or original(scaler, budget)  # type: ignore[method-assign,func-returns-value]
+    for _ in range(3):
+        w.sync()
+    assert seen[-1] is w.reconciler._parsed["uid-s"][1]
 
 
 def test_the_effective_scaler_is_reused_while_nothing_changes() -> None:
