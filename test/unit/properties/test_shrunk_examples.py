@@ -60,3 +60,11 @@ def test_decision_with_a_4000_digit_count_is_refused_in_a_short_message() -> Non
     with pytest.raises(MetricError, match=r"outside \[0, 2147483647\]") as err:
         parse_decision(200, "application/json", body, service_id="svc")
     assert len(str(err.value)) < 100
+
+
+def test_a_header_source_named_by_a_list_is_a_spec_error() -> None:
+    # the serverHeaders/serverHeadersFrom overlap rule looked the name up in serverHeaders
+    # before the name was known to be a string: TypeError (unhashable type: 'list')
+    obj = _scaler(serverHeaders={"X": "1"}, serverHeadersFrom=[{"name": [], "value": "v"}])
+    with pytest.raises(SpecError, match=r"serverHeadersFrom\[0\]\.name: must be a string"):
+        LLMScaler.from_dict(obj)

@@ -167,7 +167,11 @@ def _check_headers_from(obj: Mapping[str, Any]) -> str | None:
     if not isinstance(plain, Mapping) or not isinstance(sourced, list):
         return None
     both = sorted(
-        {str(h.get("name")) for h in sourced if isinstance(h, Mapping) and h.get("name") in plain}
+        {
+            h["name"]
+            for h in sourced
+            if isinstance(h, Mapping) and isinstance(h.get("name"), str) and h["name"] in plain
+        }
     )
     if both:
         return f"{HEADERS_FROM_RULE.message} ({', '.join(map(str, both))})"
