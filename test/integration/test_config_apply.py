@@ -144,6 +144,9 @@ def _bad(name: str, **spec: Any) -> str:
     return yaml.safe_dump(obj)
 
 
+_SECRET_KEY = {"name": "auth", "key": "token"}
+
+
 @pytest.mark.parametrize(
     ("name", "spec", "message"),
     [
@@ -155,6 +158,25 @@ def _bad(name: str, **spec: Any) -> str:
         ),
         ("no-metrics", {"metrics": []}, "metrics must list at least one metric"),
         ("custom-no-provider", {"metricProvider": "Custom"}, "customProvider is required"),
+        (
+            "header-value-and-value-from",
+            {
+                "serverHeadersFrom": [
+                    {"name": "A", "value": "x", "valueFrom": {"secretKeyRef": _SECRET_KEY}}
+                ]
+            },
+            "exactly one of value and valueFrom must be set",
+        ),
+        (
+            "header-without-value",
+            {"serverHeadersFrom": [{"name": "A"}]},
+            "exactly one of value and valueFrom must be set",
+        ),
+        (
+            "header-in-both-lists",
+            {"serverHeaders": {"A": "x"}, "serverHeadersFrom": [{"name": "A", "value": "two"}]},
+            "a header must not be named in both serverHeaders and serverHeadersFrom",
+        ),
     ],
 )
 def test_cel_rules_reject_bad_scalers(

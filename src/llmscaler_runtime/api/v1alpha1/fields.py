@@ -126,8 +126,9 @@ HEADERS_FROM_RULE = Rule(
         "self.serverHeadersFrom.all(h, !(h.name in self.serverHeaders))"
     ),
     message="a header must not be named in both serverHeaders and serverHeadersFrom",
+    # FieldValueInvalid (the default), not FieldValueDuplicate: kube-apiserver reports a
+    # duplicate as "Duplicate value" and drops the message that says what to fix
     field_path=".serverHeadersFrom",
-    reason="FieldValueDuplicate",
 )
 
 _INT32 = "int32"
