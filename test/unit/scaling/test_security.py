@@ -597,3 +597,36 @@ def test_secret_headers_do_not_reach_debug_logs_of_http_requests(
     assert server.requests[0].headers["authorization"] == CANARY
     assert any("GET /api/v1/query" in line for line in captured_logs), captured_logs
     assert not [line for line in captured_logs if CANARY in line]
+
+
+def test_the_deletion_cost_query_is_asked_with_the_secret_header_too() -> None:
+    """Every request to serverAddress carries the headers: the cost query of a scale-down too."""
+    from .fakes import StaticCostSource, StaticFetcher, pod
+
+    cluster, asked = FakeCluster(), []
+
+    class Costs(StaticCostSource):
+        def pod_costs(self, scaler: Any, budget: float) -> Any:
+            asked.append(dict(scaler.spec.server_headers))
+            return super().pod_costs(scaler, budget)
+
+    fetcher = StaticFetcher()
+    fetcher.set_value(0.5)  # 4 -> 2
+    reconciler = LLMScalerReconciler(
+        FakeClient(cluster),
+        FakeCache(cluster),
+        FakeRecorder(),
+        steps=Steps(fetcher=fetcher, cost_source=Costs({"p1": 1, "p2": 2, "p3": 3, "p4": 4})),
+        clock=FakeClock(),
+        align_syncs=False,
+    )
+    obj = base_scaler_obj(deletion_cost_query="kv * 100")
+    obj["spec"]["serverHeadersFrom"] = AUTH_FROM_SECRET
+    cluster.put(obj)
+    cluster.put(secret("auth", token=CANARY))
+    cluster.put(deployment(replicas=4))
+    for i, name in enumerate(["p1", "p2", "p3", "p4"]):
+        cluster.put(pod(name, f"2026-01-01T00:00:0{i}Z"))
+    reconciler.reconcile(Request("ns", "s"))
+    assert asked == [{"Authorization": CANARY}]
+    assert cluster.obj("apps/v1", "Deployment", "ns", "web")["spec"]["replicas"] == 2
