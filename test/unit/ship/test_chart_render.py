@@ -141,9 +141,7 @@ def test_default_render_is_valid_and_consistent(helm: Helm) -> None:
         for d in docs
         if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("manager-role")
     )
-    bindings = {
-        d["roleRef"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"
-    }
+    bindings = {d["roleRef"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"}
     secret_role = next(
         d
         for d in docs
@@ -233,9 +231,7 @@ def test_switches(helm: Helm) -> None:
     named = helm.render(CHART, sets=["serviceAccount.create=false,serviceAccount.name=ops"])
     assert "ServiceAccount" not in _kinds(named)
     assert _one(named, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
-    assert {
-        d["subjects"][0]["name"] for d in named if d["kind"] == "ClusterRoleBinding"
-    } == {"ops"}
+    assert {d["subjects"][0]["name"] for d in named if d["kind"] == "ClusterRoleBinding"} == {"ops"}
 
 
 def test_servicemonitor_selects_the_metrics_service(helm: Helm) -> None:
