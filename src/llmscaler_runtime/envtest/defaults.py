@@ -7,6 +7,7 @@ defaults, service ports, namespace phase, name syntax, deployment selector/templ
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from typing import Any
 
@@ -125,6 +126,87 @@ def apply_builtin_defaults(rt: ResourceType, obj: dict[str, Any], creating: bool
             obj["status"] = {"phase": "Active"}
     elif kind == ("", "Secret"):
         obj.setdefault("type", "Opaque")
+    elif kind == ("", "Event"):
+        # Fields the typed v1 Event always serializes (no omitempty, or a struct).
+        obj.setdefault("involvedObject", {})
+        obj.setdefault("source", {})
+        obj.setdefault("firstTimestamp", None)
+        obj.setdefault("lastTimestamp", None)
+        obj.setdefault("eventTime", None)
+        obj.setdefault("reportingComponent", "")
+        obj.setdefault("reportingInstance", "")
+    elif kind == ("events.k8s.io", "Event"):
+        obj.setdefault("eventTime", None)
+        obj.setdefault("regarding", {})
+        obj.setdefault("deprecatedSource", {})
+        obj.setdefault("deprecatedFirstTimestamp", None)
+        obj.setdefault("deprecatedLastTimestamp", None)
+    elif kind == ("coordination.k8s.io", "Lease"):
+        obj.setdefault("spec", {})
+    if creating and kind in (
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+    ):
+        obj["status"] = {}  # the typed object's zero status, until a controller writes one
+    elif creating and kind == ("", "Service"):
+        obj["status"] = {"loadBalancer": {}}
+
+
+#: metav1.MicroTime fields: kube-apiserver decodes them with exactly six fractional digits.
+MICRO_TIME_FIELDS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("coordination.k8s.io", "Lease"): (("spec", "acquireTime"), ("spec", "renewTime")),
+    ("", "Event"): (("eventTime",), ("series", "lastObservedTime")),
+    ("events.k8s.io", "Event"): (("eventTime",), ("series", "lastObservedTime")),
+}
+MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
+_MICRO_ELEMENTS = (
+    ("2006", r"\d{4}"),
+    ("-", "-"),
+    ("01", r"\d{2}"),
+    ("-", "-"),
+    ("02", r"\d{2}"),
+    ("T", "T"),
+    ("15", r"\d{2}"),
+    (":", ":"),
+    ("04", r"\d{2}"),
+    (":", ":"),
+    ("05", r"\d{2}"),
+    (".000000", r"\.\d{6}"),
+    ("Z07:00", r"Z|[+-]\d{2}:\d{2}"),
+)
+
+
+def micro_time_error(value: Any) -> str | None:
+    """Go's ``time.Parse`` error for a MicroTime that does not fit its layout, else None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"json: cannot unmarshal {type(value).__name__} into Go value of type string"
+    rest = value
+    for elem, pattern in _MICRO_ELEMENTS:
+        m = re.match(pattern, rest)
+        if m is None:
+            return (
+                f"parsing time {json.dumps(value)} as {json.dumps(MICRO_LAYOUT)}: "
+                f"cannot parse {json.dumps(rest)} as {json.dumps(elem)}"
+            )
+        rest = rest[m.end() :]
+    if rest:
+        return f"parsing time {json.dumps(value)}: extra text: {json.dumps(rest)}"
+    return None
+
+
+def decode_errors(rt: ResourceType, obj: dict[str, Any]) -> str | None:
+    """What Go decoding of the typed object would refuse (MicroTime syntax), else None."""
+    for path in MICRO_TIME_FIELDS.get((rt.group, rt.kind), ()):
+        cur: Any = obj
+        for part in path:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        err = micro_time_error(cur)
+        if err:
+            return err
+    return None
 
 
 def validate_name(rt: ResourceType, name: str) -> list[FieldError]:
@@ -182,6 +264,97 @@ def validate_builtin(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
         errs += _validate_pod_spec(tspec, "spec.template.spec")
     elif rt.group == "" and rt.kind == "Pod":
         errs += _validate_pod_spec(spec, "spec")
+    elif rt.key == ("coordination.k8s.io", "leases") and isinstance(spec, dict):
+        duration = spec.get("leaseDurationSeconds")
+        if isinstance(duration, int) and duration <= 0:
+            errs.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    "spec.leaseDurationSeconds",
+                    "must be greater than 0",
+                    duration,
+                )
+            )
+        transitions = spec.get("leaseTransitions")
+        if isinstance(transitions, int) and transitions < 0:
+            errs.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    "spec.leaseTransitions",
+                    "must be greater than or equal to 0",
+                    transitions,
+                )
+            )
+    elif rt.key == ("", "events"):
+        errs += _validate_event(obj, obj, core=True)
+    elif rt.key == ("events.k8s.io", "events"):
+        errs += _validate_event(obj, _core_view(obj), core=False)
+    return errs
+
+
+def _core_view(v1: dict[str, Any]) -> dict[str, Any]:
+    """An events.k8s.io/v1 Event under the core/v1 field names the validation speaks."""
+    return {
+        "metadata": v1.get("metadata") or {},
+        "eventTime": v1.get("eventTime"),
+        "involvedObject": v1.get("regarding") or {},
+        "reportingComponent": v1.get("reportingController") or "",
+        "reportingInstance": v1.get("reportingInstance") or "",
+        "action": v1.get("action") or "",
+        "reason": v1.get("reason") or "",
+        "message": v1.get("note") or "",
+        "type": v1.get("type") or "",
+        "firstTimestamp": v1.get("deprecatedFirstTimestamp"),
+        "lastTimestamp": v1.get("deprecatedLastTimestamp"),
+        "count": v1.get("deprecatedCount") or 0,
+        "source": v1.get("deprecatedSource") or {},
+    }
+
+
+def _validate_event(obj: dict[str, Any], ev: dict[str, Any], *, core: bool) -> list[FieldError]:
+    """kube-apiserver's ValidateEventCreate: the legacy rules for both APIs, the strict ones
+    for events.k8s.io/v1 (field paths use the internal, core/v1 names)."""
+    errs: list[FieldError] = []
+    ns = (ev.get("metadata") or {}).get("namespace") or ""
+    involved_ns = (ev.get("involvedObject") or {}).get("namespace") or ""
+    mismatch = FieldError(
+        "FieldValueInvalid",
+        "involvedObject.namespace",
+        "does not match event.namespace",
+        involved_ns,
+    )
+    if not ev.get("eventTime"):
+        if (not involved_ns and ns not in ("", "default")) or (involved_ns and ns != involved_ns):
+            errs.append(mismatch)
+    else:
+        if not involved_ns and ns not in ("default", "kube-system"):
+            errs.append(mismatch)
+        for field, name in (
+            ("reportingComponent", "reportingComponent" if core else "reportingController"),
+            ("reportingInstance", "reportingInstance"),
+            ("action", "action"),
+            ("reason", "reason"),
+        ):
+            if not ev.get(field):
+                errs.append(FieldError("FieldValueRequired", name, with_value=False))
+    if core:
+        return errs
+    if not ev.get("eventTime"):
+        errs.append(FieldError("FieldValueRequired", "eventTime", with_value=False))
+    if ev.get("type") not in ("Normal", "Warning"):
+        errs.append(
+            FieldError(
+                "FieldValueInvalid", "type", f"has invalid value: {ev.get('type') or ''}", ""
+            )
+        )
+    for field in ("firstTimestamp", "lastTimestamp", "count", "source"):
+        source = ev.get("source") or {}
+        if field == "source":
+            unset = not source.get("component") and not source.get("host")
+        else:
+            unset = not ev.get(field)
+        if not unset:
+            errs.append(FieldError("FieldValueInvalid", field, "needs to be unset", ""))
     return errs
 
 

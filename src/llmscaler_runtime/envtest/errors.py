@@ -97,7 +97,7 @@ def format_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if value is None:
-        return '"null"'
+        return "null"
     if isinstance(value, int | float):
         return json.dumps(value)
     if isinstance(value, dict):
@@ -128,6 +128,7 @@ class FieldError:
         self.with_value = with_value
         self.type_text = {
             "FieldValueInvalid": "Invalid value",
+            "FieldValueTypeInvalid": "Invalid value",
             "FieldValueRequired": "Required value",
             "FieldValueNotSupported": "Unsupported value",
             "FieldValueForbidden": "Forbidden",
@@ -151,7 +152,7 @@ class FieldError:
 
 def invalid(group: str, kind: str, plural: str, name: str, errors: list[FieldError]) -> StatusError:
     """422 Invalid with the aggregated message the real server produces."""
-    texts = [str(e) for e in errors]
+    texts = list(dict.fromkeys(str(e) for e in errors))  # the aggregate drops duplicates
     agg = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     details: dict[str, Any] = {
         "name": name,
@@ -162,4 +163,22 @@ def invalid(group: str, kind: str, plural: str, name: str, errors: list[FieldErr
         details["group"] = group
     return StatusError(
         422, "Invalid", f'{qualified_kind(group, kind)} "{name}" is invalid: {agg}', details
+    )
+
+
+def field_manager_required() -> StatusError:
+    """Server-side apply without ``?fieldManager=``: 422 on PatchOptions, as kube-apiserver."""
+    return invalid(
+        "meta.k8s.io",
+        "PatchOptions",
+        "",
+        "",
+        [
+            FieldError(
+                "FieldValueRequired",
+                "fieldManager",
+                "is required for apply patch",
+                with_value=False,
+            )
+        ],
     )

@@ -31,7 +31,22 @@ def _s(desc: str, typ: str = "string", **kw: Any) -> dict[str, Any]:
     return out
 
 
-_META_DESC = "Standard object's metadata."
+_META_DESC = (
+    "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+_API_VERSION_DESC = (
+    "APIVersion defines the versioned schema of this representation of an object. Servers "
+    "should convert recognized schemas to the latest internal value, and may reject "
+    "unrecognized values. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+)
+_KIND_DESC = (
+    "Kind is a string value representing the REST resource this object represents. Servers "
+    "may infer this from the endpoint the client submits requests to. Cannot be updated. In "
+    "CamelCase. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+)
 _STR_MAP = {"type": "object", "additionalProperties": {"type": "string", "default": ""}}
 
 COMMON: dict[str, dict[str, Any]] = {
@@ -225,10 +240,8 @@ def _top(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     props: dict[str, Any] = {
-        "apiVersion": _s(
-            "APIVersion defines the versioned schema of this representation of an object."
-        ),
-        "kind": _s("Kind is a string value representing the REST resource this object represents."),
+        "apiVersion": _s(_API_VERSION_DESC),
+        "kind": _s(_KIND_DESC),
         "metadata": _ref(META + "ObjectMeta", _META_DESC),
     }
     if spec is not None:
@@ -330,12 +343,8 @@ def _kind_schema(rt: ResourceType, version: str) -> dict[str, Any]:
     if rt.crd_name is not None:
         s = copy.deepcopy(rt.schema(version) or {"type": "object"})
         props = s.setdefault("properties", {})
-        props["apiVersion"] = _s(
-            "APIVersion defines the versioned schema of this representation of an object."
-        )
-        props["kind"] = _s(
-            "Kind is a string value representing the REST resource this object represents."
-        )
+        props["apiVersion"] = _s(_API_VERSION_DESC)
+        props["kind"] = _s(_KIND_DESC)
         props["metadata"] = _ref(META + "ObjectMeta", _META_DESC)
     else:
         s = copy.deepcopy(

@@ -40,13 +40,16 @@ def json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
         )
     try:
         result = jsonpatch.apply_patch(target, ops)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+    except (
+        jsonpatch.JsonPatchException,
+        jsonpatch.JsonPointerException,
+        KeyError,
+        IndexError,
+        TypeError,
+    ) as exc:
+        # kube-apiserver gives no detail here (a generic 422 with empty details).
         raise StatusError(
-            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
-        ) from exc
-    except (KeyError, IndexError, TypeError) as exc:
-        raise StatusError(
-            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+            422, "Invalid", "the server rejected our request due to an error in our request", {}
         ) from exc
     if not isinstance(result, dict):
         raise bad_request("json patch result is not an object")

@@ -62,6 +62,54 @@ def apply_defaults(schema: dict[str, Any] | None, obj: Any) -> Any:
 
 # ---- pruning -------------------------------------------------------------------------------
 
+#: The fields of ObjectMeta: anything else under a custom resource's metadata is pruned.
+OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+
+
+def prune_nulls(schema: dict[str, Any] | None, obj: Any) -> None:
+    """Drop nulls of non-nullable fields that have no default (those with one are defaulted
+    later), as apiextensions-apiserver does before defaulting."""
+    if not schema:
+        return
+    if isinstance(obj, dict):
+        props = schema.get("properties") or {}
+        addl = schema.get("additionalProperties")
+        for name in list(obj):
+            sub = props.get(name)
+            if sub is None and isinstance(addl, dict):
+                sub = addl
+            value = obj[name]
+            if (
+                value is None
+                and sub is not None
+                and not sub.get("nullable")
+                and "default" not in sub
+            ):
+                del obj[name]
+            elif sub is not None:
+                prune_nulls(sub, value)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            prune_nulls(schema["items"], item)
+
 
 def prune(schema: dict[str, Any] | None, obj: Any, path: str = "", root: bool = True) -> list[str]:
     """Drop fields the schema does not declare (in place); returns the pruned paths."""
@@ -76,6 +124,11 @@ def prune(schema: dict[str, Any] | None, obj: Any, path: str = "", root: bool = 
         props = schema.get("properties")
         addl = schema.get("additionalProperties")
         for name in list(obj):
+            if root and name == "metadata" and isinstance(obj[name], dict):
+                for field in [f for f in obj[name] if f not in OBJECT_META_FIELDS]:
+                    del obj[name][field]
+                    pruned.append(f"metadata.{field}")
+                continue
             if root and name in ("apiVersion", "kind", "metadata"):
                 continue
             if props is not None and name in props:
@@ -142,19 +195,42 @@ def validate(
     cel: list[FieldError] = []
     _validate(schema, obj, old, path, errs, cel, root=True)
     errs.sort(key=lambda e: e.field)
-    if cel and any("must be of type" in e.detail for e in errs):
-        # Type errors block CEL evaluation, as in apiextensions-apiserver.
+    if has_rules(schema) and any(e.reason in _BLOCKING for e in errs):
+        # These errors block CEL evaluation, as in apiextensions-apiserver (hasBlockingErr).
         return [
             *errs,
             FieldError(
                 "FieldValueInvalid",
-                "",
+                "<nil>",
                 "some validation rules were not checked because the object was invalid; "
                 "correct the existing errors to complete validation",
                 None,
             ),
         ]
     return errs + cel
+
+
+#: Schema violations after which apiextensions-apiserver does not run the CEL rules.
+_BLOCKING = frozenset(
+    {
+        "FieldValueNotSupported",
+        "FieldValueRequired",
+        "FieldValueTooLong",
+        "FieldValueTooMany",
+        "FieldValueTypeInvalid",
+    }
+)
+
+
+def has_rules(schema: Any) -> bool:
+    """Whether any x-kubernetes-validations rule appears anywhere in the schema."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("x-kubernetes-validations"):
+        return True
+    if any(has_rules(s) for s in (schema.get("properties") or {}).values()):
+        return True
+    return has_rules(schema.get("items")) or has_rules(schema.get("additionalProperties"))
 
 
 def _validate(
@@ -172,7 +248,10 @@ def _validate(
             return
         errs.append(
             FieldError(
-                "FieldValueInvalid", path, f'{path} in body must be of type {want}: "null"', "null"
+                "FieldValueTypeInvalid",
+                path,
+                f'{path} in body must be of type {want}: "null"',
+                "null",
             )
         )
         return
@@ -180,7 +259,7 @@ def _validate(
         if not (isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))):
             errs.append(
                 FieldError(
-                    "FieldValueInvalid",
+                    "FieldValueTypeInvalid",
                     path,
                     f'{path} in body must be of type integer,string: "{_type_name(v)}"',
                     _type_name(v),
@@ -191,7 +270,7 @@ def _validate(
         t = _type_name(v)
         errs.append(
             FieldError(
-                "FieldValueInvalid", path, f'{path} in body must be of type {want}: "{t}"', t
+                "FieldValueTypeInvalid", path, f'{path} in body must be of type {want}: "{t}"', t
             )
         )
         return
@@ -200,12 +279,13 @@ def _validate(
         errs.append(FieldError("FieldValueNotSupported", path, f"supported values: {supported}", v))
     if isinstance(v, int | float) and not isinstance(v, bool):
         if s.get("format") == "int32" and not (-(2**31) <= v < 2**31):
+            # kube-openapi's format check reports no field path and an empty value.
             errs.append(
                 FieldError(
                     "FieldValueInvalid",
-                    path,
-                    f'{path} in body must be of type int32: "{_num(v)}"',
-                    v,
+                    "<nil>",
+                    f"Checked value must be of type integer with format int32 in {path}",
+                    "",
                 )
             )
         if "minimum" in s:
@@ -360,7 +440,9 @@ def _run_cel(
                     msg = str(got)
             except Exception:  # a failing messageExpression falls back to message, as k8s does
                 pass
-        out.append(FieldError(reason, field, msg, v))
+        # The value is shown for scalars only (objects and arrays are omitted, as cel-go's
+        # caller in apiextensions-apiserver does).
+        out.append(FieldError(reason, field, msg, v, with_value=not isinstance(v, dict | list)))
 
 
 def check_rules_compile(schema: Any, path: str = "") -> list[str]:

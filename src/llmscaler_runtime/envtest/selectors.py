@@ -112,7 +112,12 @@ def label_selector_from_match(selector: Mapping[str, Any] | None) -> str:
 _FIELD_RE = re.compile(r"^\s*([A-Za-z0-9.]+)\s*(==|=|!=)\s*(.*?)\s*$")
 
 
+#: Selectable fields that are not the object path of the same name (core/v1 Event).
+FIELD_ALIASES = {"source": "source.component"}
+
+
 def _field_value(obj: Mapping[str, Any], path: str) -> str:
+    path = FIELD_ALIASES.get(path, path)
     cur: Any = obj
     for part in path.split("."):
         if not isinstance(cur, Mapping):

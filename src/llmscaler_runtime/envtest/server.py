@@ -21,7 +21,16 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from . import openapi
-from .errors import StatusError, bad_request, conflict, qualified_resource
+from .errors import (
+    FieldError,
+    StatusError,
+    bad_request,
+    conflict,
+    field_manager_required,
+    invalid,
+    not_found,
+    qualified_resource,
+)
 from .faults import Faults, RecordedRequest
 from .registry import ResourceType
 from .storage import Storage, Watcher
@@ -70,6 +79,310 @@ def _age(ts: str | None) -> str:
     return f"{secs // 86400}d"
 
 
+_NAME_DOC = (
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
+_CREATION_DOC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was "
+    "created. It is not guaranteed to be set in happens-before order across separate "
+    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
+    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+def _col(
+    name: str, typ: str = "string", desc: str = "", fmt: str = "", priority: int = 0
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": typ,
+        "format": fmt,
+        "description": desc or name,
+        "priority": priority,
+    }
+
+
+def _custom_cell(typ: str, value: Any) -> Any:
+    """A custom resource's cell: missing is null, strings printed, dates as an age."""
+    if value is None:
+        return None
+    if typ == "date":
+        return _age(value) if isinstance(value, str) else "<invalid>"
+    if typ == "string":
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def _status(o: dict[str, Any]) -> dict[str, Any]:
+    return o.get("status") or {}
+
+
+def _template_containers(o: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+
+
+def _selector_text(o: dict[str, Any]) -> str:
+    from .selectors import label_selector_from_match
+
+    return label_selector_from_match((o.get("spec") or {}).get("selector")) or "<none>"
+
+
+def _ready_of_replicas(o: dict[str, Any]) -> str:
+    return f"{_status(o).get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 0)}"
+
+
+def _pod_ready(o: dict[str, Any]) -> str:
+    ready = sum(1 for c in _status(o).get("containerStatuses") or [] if c.get("ready"))
+    return f"{ready}/{len((o.get('spec') or {}).get('containers') or [])}"
+
+
+def _pod_status(o: dict[str, Any]) -> str:
+    if o["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    return str(_status(o).get("reason") or _status(o).get("phase") or "")
+
+
+_CONTAINERS = (
+    _col("Containers", desc="Names of each container in the template.", priority=1),
+    lambda o: ",".join(str(c.get("name", "")) for c in _template_containers(o)),
+)
+_IMAGES = (
+    _col("Images", desc="Images referenced by each container in the template.", priority=1),
+    lambda o: ",".join(str(c.get("image", "")) for c in _template_containers(o)),
+)
+_READY_OF = "Number of the pod with ready state"
+#: Built-in tables: (columns before Age, priority-1 columns after it), per (group, plural).
+_BUILTIN_COLUMNS: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {
+    ("apps", "deployments"): (
+        [
+            (
+                _col("Ready", desc=_READY_OF),
+                _ready_of_replicas,
+            ),
+            (
+                _col(
+                    "Up-to-date",
+                    desc="Total number of non-terminating pods targeted by this deployment that "
+                    "have the desired template spec.",
+                ),
+                lambda o: _status(o).get("updatedReplicas", 0),
+            ),
+            (
+                _col(
+                    "Available",
+                    desc="Total number of available non-terminating pods (ready for at least "
+                    "minReadySeconds) targeted by this deployment.",
+                ),
+                lambda o: _status(o).get("availableReplicas", 0),
+            ),
+        ],
+        [
+            _CONTAINERS,
+            _IMAGES,
+            (
+                _col(
+                    "Selector",
+                    desc="Label selector for pods. Existing ReplicaSets whose pods are selected "
+                    "by this will be the ones affected by this deployment. It must match the "
+                    "pod template's labels.",
+                    priority=1,
+                ),
+                _selector_text,
+            ),
+        ],
+    ),
+    ("apps", "replicasets"): (
+        [
+            (
+                _col(
+                    "Desired",
+                    "integer",
+                    "Replicas is the number of desired pods. This is a pointer to distinguish "
+                    "between explicit zero and unspecified. Defaults to 1. More info: "
+                    "https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
+                ),
+                lambda o: (o.get("spec") or {}).get("replicas", 0),
+            ),
+            (
+                _col(
+                    "Current",
+                    "integer",
+                    "Replicas is the most recently observed number of non-terminating pods. "
+                    "More info: https://kubernetes.io/docs/concepts/workloads/controllers/"
+                    "replicaset",
+                ),
+                lambda o: _status(o).get("replicas", 0),
+            ),
+            (
+                _col(
+                    "Ready",
+                    "integer",
+                    "The number of non-terminating pods targeted by this ReplicaSet with a "
+                    "Ready Condition.",
+                ),
+                lambda o: _status(o).get("readyReplicas", 0),
+            ),
+        ],
+        [
+            _CONTAINERS,
+            _IMAGES,
+            (
+                _col(
+                    "Selector",
+                    desc="Selector is a label query over pods that should match the replica "
+                    "count. Label keys and values that must match in order to be controlled by "
+                    "this replica set. It must match the pod template's labels. More info: "
+                    "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/"
+                    "#label-selectors",
+                    priority=1,
+                ),
+                _selector_text,
+            ),
+        ],
+    ),
+    ("apps", "statefulsets"): (
+        [
+            (
+                _col("Ready", desc=_READY_OF),
+                _ready_of_replicas,
+            )
+        ],
+        [_CONTAINERS, _IMAGES],
+    ),
+    ("", "pods"): (
+        [
+            (
+                _col(
+                    "Ready", desc="The aggregate readiness state of this pod for accepting traffic."
+                ),
+                _pod_ready,
+            ),
+            (
+                _col("Status", desc="The aggregate status of the containers in this pod."),
+                _pod_status,
+            ),
+            (
+                _col(
+                    "Restarts",
+                    desc="The number of times the containers in this pod have been restarted and "
+                    "when the last container in this pod has restarted.",
+                ),
+                lambda o: str(
+                    sum(
+                        int(c.get("restartCount") or 0)
+                        for c in _status(o).get("containerStatuses") or []
+                    )
+                ),
+            ),
+        ],
+        [
+            (
+                _col(
+                    "IP",
+                    desc="podIP address allocated to the pod. Routable at least within the "
+                    "cluster. Empty if not yet allocated.",
+                    priority=1,
+                ),
+                lambda o: _status(o).get("podIP") or "<none>",
+            ),
+            (
+                _col(
+                    "Node",
+                    desc="NodeName indicates in which node this pod is scheduled.",
+                    priority=1,
+                ),
+                lambda o: (o.get("spec") or {}).get("nodeName") or "<none>",
+            ),
+            (
+                _col(
+                    "Nominated Node",
+                    desc="nominatedNodeName is set only when this pod preempts other pods on "
+                    "the node.",
+                    priority=1,
+                ),
+                lambda o: _status(o).get("nominatedNodeName") or "<none>",
+            ),
+            (
+                _col(
+                    "Readiness Gates",
+                    desc="If specified, all readiness gates will be evaluated for pod readiness.",
+                    priority=1,
+                ),
+                lambda o: "<none>",
+            ),
+        ],
+    ),
+    ("", "configmaps"): (
+        [
+            (
+                _col(
+                    "Data",
+                    desc="Data contains the configuration data. Each key must consist of "
+                    "alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte "
+                    "sequences must use the BinaryData field. The keys stored in Data must not "
+                    "overlap with the keys in the BinaryData field, this is enforced during "
+                    "validation process.",
+                ),
+                lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            )
+        ],
+        [],
+    ),
+    ("", "secrets"): (
+        [
+            (
+                _col(
+                    "Type",
+                    desc="Used to facilitate programmatic handling of secret data. More info: "
+                    "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+                ),
+                lambda o: o.get("type", ""),
+            ),
+            (
+                _col(
+                    "Data",
+                    desc="Data contains the secret data. Each key must consist of alphanumeric "
+                    "characters, '-', '_' or '.'. The serialized form of the secret data is a "
+                    "base64 encoded string, representing the arbitrary (possibly non-string) "
+                    "data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+                ),
+                lambda o: len(o.get("data") or {}),
+            ),
+        ],
+        [],
+    ),
+    ("coordination.k8s.io", "leases"): (
+        [
+            (
+                _col(
+                    "Holder",
+                    desc="holderIdentity contains the identity of the holder of a current lease. "
+                    "If Coordinated Leader Election is used, the holder identity must be equal "
+                    "to the elected LeaseCandidate.metadata.name field.",
+                ),
+                lambda o: (o.get("spec") or {}).get("holderIdentity") or "",
+            )
+        ],
+        [],
+    ),
+    ("", "namespaces"): (
+        [
+            (
+                _col("Status", desc="The status of the namespace"),
+                lambda o: _status(o).get("phase", ""),
+            )
+        ],
+        [],
+    ),
+}
+
+
 def _jsonpath(obj: Any, path: str) -> Any:
     cur = obj
     for part in path.strip(".").split("."):
@@ -89,7 +402,7 @@ class ApiServer:
         host: str = "127.0.0.1",
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
-        bookmark_interval: float = 5.0,
+        bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
     ) -> None:
         self.storage = storage
@@ -212,80 +525,45 @@ class ApiServer:
     # ---- tables (kubectl get) ---------------------------------------------------------------
 
     def columns(self, rt: ResourceType, version: str) -> list[tuple[dict[str, Any], Any]]:
-        def col(name: str, typ: str = "string", desc: str = "", fmt: str = "") -> dict[str, Any]:
-            return {
-                "name": name,
-                "type": typ,
-                "format": fmt,
-                "description": desc or name,
-                "priority": 0,
-            }
-
-        cols: list[tuple[dict[str, Any], Any]] = [
-            (
-                col("Name", fmt="name", desc="Name must be unique within a namespace."),
-                lambda o: o["metadata"].get("name", ""),
-            )
-        ]
-        if rt.key == ("apps", "deployments"):
-            cols += [
-                (
-                    col("Ready"),
-                    lambda o: (
-                        f"{(o.get('status') or {}).get('readyReplicas', 0)}/"
-                        f"{(o.get('spec') or {}).get('replicas', 0)}"
-                    ),
-                ),
-                (
-                    col("Up-to-date", "integer"),
-                    lambda o: (o.get("status") or {}).get("updatedReplicas", 0),
-                ),
-                (
-                    col("Available", "integer"),
-                    lambda o: (o.get("status") or {}).get("availableReplicas", 0),
-                ),
-            ]
-        elif rt.key == ("", "pods"):
-            cols += [
-                (
-                    col("Ready"),
-                    lambda o: "{}/{}".format(
-                        sum(
-                            1
-                            for c in (o.get("status") or {}).get("containerStatuses") or []
-                            if c.get("ready")
-                        ),
-                        len((o.get("spec") or {}).get("containers") or []),
-                    ),
-                ),
-                (
-                    col("Status"),
-                    lambda o: (
-                        "Terminating"
-                        if o["metadata"].get("deletionTimestamp")
-                        else (o.get("status") or {}).get("phase", "")
-                    ),
-                ),
-                (col("Restarts", "integer"), lambda o: 0),
-            ]
-        elif rt.key == ("", "namespaces"):
-            cols += [(col("Status"), lambda o: (o.get("status") or {}).get("phase", ""))]
-        for pc in rt.printer_columns.get(version, []):
-            path = pc.get("jsonPath", "")
-            if pc.get("name", "").lower() == "age":
-                continue
-            cols.append(
-                (
-                    col(pc.get("name", ""), pc.get("type", "string"), pc.get("description", "")),
-                    lambda o, p=path: _jsonpath(o, p) if _jsonpath(o, p) is not None else "",
-                )
-            )
-        cols.append(
-            (
-                col("Age", desc="CreationTimestamp is a timestamp."),
-                lambda o: _age(o["metadata"].get("creationTimestamp")),
-            )
+        """Column definitions and cell functions, as kube-apiserver's table printers have them
+        (custom resources: Name plus additionalPrinterColumns, or Name and Age)."""
+        if rt.crd_name is not None:
+            return self._custom_columns(rt, version)
+        age: tuple[dict[str, Any], Any] = (
+            _col("Age", desc=_CREATION_DOC),
+            lambda o: _age(o["metadata"].get("creationTimestamp")),
         )
+        cols: list[tuple[dict[str, Any], Any]] = [
+            (_col("Name", fmt="name", desc=_NAME_DOC), lambda o: o["metadata"].get("name", ""))
+        ]
+        extra = _BUILTIN_COLUMNS.get(rt.key)
+        if extra is None:
+            return [*cols, age]
+        before, wide = extra
+        return [*cols, *before, age, *wide]
+
+    @staticmethod
+    def _custom_columns(rt: ResourceType, version: str) -> list[tuple[dict[str, Any], Any]]:
+        cols: list[tuple[dict[str, Any], Any]] = [
+            (_col("Name", fmt="name", desc=_NAME_DOC), lambda o: o["metadata"].get("name", ""))
+        ]
+        defined = rt.printer_columns.get(version) or [
+            {
+                "name": "Age",
+                "type": "date",
+                "description": _CREATION_DOC,
+                "jsonPath": ".metadata.creationTimestamp",
+            }
+        ]
+        for pc in defined:
+            path = str(pc.get("jsonPath", ""))
+            typ = str(pc.get("type", "string"))
+            desc = pc.get("description") or (
+                f"Custom resource definition column (in JSONPath format): {path}"
+            )
+            definition = _col(str(pc.get("name", "")), typ, desc, str(pc.get("format", "")))
+            definition["priority"] = int(pc.get("priority") or 0)
+            cols.append((definition, lambda o, p=path, ty=typ: _custom_cell(ty, _jsonpath(o, p))))
         return cols
 
     def table(
@@ -541,6 +819,9 @@ class _Handler(BaseHTTPRequestHandler):
             and sub not in rt.subresources
             and not (rt.key == ("", "namespaces") and sub == "finalize")
         ):
+            if rt.crd_name is not None and name is not None:
+                # apiextensions-apiserver answers as if the object did not exist.
+                raise not_found(rt.group, rt.plural, name)
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
         if not rt.namespaced:
             namespace = None
@@ -570,6 +851,70 @@ class _Handler(BaseHTTPRequestHandler):
             "the body of the request was in an unknown format - accepted media types include: "
             "application/json, application/yaml",
         )
+
+    def _validate_list_options(self, watch: bool) -> None:
+        """kube-apiserver's ListOptions validation (resourceVersionMatch, sendInitialEvents)."""
+        q = self.query
+        match = q.get("resourceVersionMatch", "")
+        send_initial = q.get("sendInitialEvents")
+        errs: list[FieldError] = []
+
+        def forbidden(field: str, detail: str) -> None:
+            errs.append(FieldError("FieldValueForbidden", field, detail, with_value=False))
+
+        def unsupported(values: str) -> None:
+            errs.append(
+                FieldError(
+                    "FieldValueNotSupported",
+                    "resourceVersionMatch",
+                    f"supported values: {values}",
+                    match,
+                )
+            )
+
+        if watch:
+            if send_initial is not None and match != "NotOlderThan":
+                forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            if match:
+                if send_initial is None:
+                    forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                        "provided",
+                    )
+                if match != "NotOlderThan":
+                    unsupported('"NotOlderThan"')
+                if q.get("continue"):
+                    forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    )
+        else:
+            if match:
+                if not q.get("resourceVersion"):
+                    forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    )
+                if q.get("continue"):
+                    forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    )
+                if match not in ("Exact", "NotOlderThan"):
+                    unsupported('"Exact", "NotOlderThan", ""')
+                if match == "Exact" and q.get("resourceVersion") == "0":
+                    forbidden(
+                        "resourceVersionMatch",
+                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                    )
+            if send_initial is not None:
+                forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")
+        if errs:
+            raise invalid("meta.k8s.io", "ListOptions", "", "", errs)
 
     def _field_validation(self) -> str:
         fv = self.query.get("fieldValidation", "") or "Warn"
@@ -639,7 +984,9 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         st = self.api.storage
         if method == "GET" and name is None:
-            if self.query.get("watch") in ("true", "1"):
+            watching = self.query.get("watch") in ("true", "1")
+            self._validate_list_options(watching)
+            if watching:
                 self.rec["verb"] = "watch"
                 return self._watch(rt, version, namespace)
             self.rec["verb"] = "list"
@@ -762,9 +1109,37 @@ class _Handler(BaseHTTPRequestHandler):
             what = "error decoding YAML" if ptype == "apply" else "error decoding patch"
             raise bad_request(f"{what}: {exc}") from None
         force = self.query.get("force") in ("true", "1")
-        if force and ptype != "apply":
-            raise bad_request("force is not allowed for non-apply patch types")
+        if ptype == "apply" and not self.query.get("fieldManager"):
+            raise field_manager_required()
+        if ptype != "apply" and "force" in self.query:
+            raise invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                "",
+                [
+                    FieldError(
+                        "FieldValueForbidden",
+                        "force",
+                        "may not be specified for non-apply patch",
+                        with_value=False,
+                    )
+                ],
+            )
         self._maybe_conflict(rt, name)
+        if sub == "scale" and ptype == "apply":
+            return self._send(
+                200,
+                st.apply_scale(
+                    rt,
+                    namespace,
+                    name,
+                    doc,
+                    manager=self.query.get("fieldManager", ""),
+                    force=force,
+                    dry_run=self._dry_run(),
+                ),
+            )
         if sub == "scale":
             scale = st.get_scale(rt, namespace, name)
             from . import patch as patchlib
@@ -864,7 +1239,21 @@ class _Handler(BaseHTTPRequestHandler):
             preconditions=opts.get("preconditions"),
             dry_run=dry,
         )
+        uid = (result or {}).get("metadata", {}).get("uid")
+        if result is not None and not dry and rt.key not in _RETURNS_DELETED_OBJECT:
+            try:
+                still = st.get_rt(rt, namespace, name)
+            except StatusError:
+                still = None
+            if still is None or still["metadata"].get("uid") != uid:
+                result = None  # removed at once: kube-apiserver answers with a Status
         if result is None:
+            details: dict[str, Any] = {"name": name}
+            if rt.group:
+                details["group"] = rt.group
+            details["kind"] = rt.plural
+            if uid:
+                details["uid"] = uid
             return self._send(
                 200,
                 {
@@ -872,7 +1261,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "apiVersion": "v1",
                     "metadata": {},
                     "status": "Success",
-                    "details": {"name": name, "group": rt.group, "kind": rt.plural},
+                    "details": details,
                 },
             )
         self._send_obj(200, rt, version, result)
@@ -921,6 +1310,11 @@ class _Handler(BaseHTTPRequestHandler):
                 raise bad_request("timeoutSeconds must be a number") from None
         bookmarks = self.query.get("allowWatchBookmarks") in ("true", "1")
         rv = self.query.get("resourceVersion")
+        send_initial = self.query.get("sendInitialEvents")
+        if send_initial in ("true", "1"):
+            rv = None  # the current state first (resourceVersionMatch=NotOlderThan)
+        elif send_initial is not None and rv in (None, "", "0"):
+            rv = str(st.resource_version)  # sendInitialEvents=false: from now on
         gone: StatusError | None = None
         w: Watcher | None = None
         initial: list[tuple[str, dict[str, Any]]] = []
@@ -951,13 +1345,26 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if gone is not None:
                 self._event("ERROR", gone.status(), rt, version)
-                return
-            assert w is not None
             for etype, obj in initial:
                 self._event(etype, obj, rt, version)
+            if w is not None and bookmarks and send_initial in ("true", "1"):
+                # WatchList: the end of the initial state, as a bookmark with this annotation.
+                self._event(
+                    "BOOKMARK",
+                    {
+                        "kind": rt.kind,
+                        "apiVersion": rt.api_version(version),
+                        "metadata": {
+                            "resourceVersion": str(w.last_rv),
+                            "annotations": {"k8s.io/initial-events-end": "true"},
+                        },
+                    },
+                    rt,
+                    version,
+                )
             deadline = time.monotonic() + timeout
             last_mark = time.monotonic()
-            while not api.stopping:
+            while w is not None and not api.stopping:
                 now = time.monotonic()
                 if now >= deadline:
                     break
@@ -1000,6 +1407,13 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
         self.close_connection = True
+
+
+#: Kinds whose storage answers a DELETE with the deleted object (``ReturnDeletedObject``);
+#: every other kind answers an immediate deletion with a ``Status``.
+_RETURNS_DELETED_OBJECT = frozenset(
+    {("", "pods"), ("", "services"), ("", "serviceaccounts"), ("", "namespaces")}
+)
 
 
 def _load_apply(body: bytes) -> Any:

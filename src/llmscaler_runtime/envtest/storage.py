@@ -28,6 +28,7 @@ from .errors import (
     already_exists,
     bad_request,
     conflict,
+    field_manager_required,
     invalid,
     not_found,
 )
@@ -59,8 +60,16 @@ def _now() -> str:
 
 
 def _has_generation(rt: ResourceType) -> bool:
-    """Kinds whose strategy maintains metadata.generation (workloads, CRDs, custom resources)."""
-    return rt.group == "apps" or rt.key == CRD_KEY or rt.crd_name is not None
+    """Kinds whose strategy maintains metadata.generation (workloads, pods, CRDs, custom
+    resources)."""
+    return rt.group == "apps" or rt.key in (CRD_KEY, PODS_KEY) or rt.crd_name is not None
+
+
+def _bump_generation_on_delete(meta: Obj) -> None:
+    """The first deletionTimestamp bumps a maintained generation (``markAsDeleting`` and
+    graceful deletion in kube-apiserver): controllers see that something changed."""
+    if not meta.get("deletionTimestamp") and int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
 
 
 def _parse_rv(value: Any, field: str = "resourceVersion") -> int:
@@ -140,6 +149,10 @@ class Storage:
         self.crd_listeners: _List[Callable[[], None]] = []
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        # Like kube-apiserver's watch caches, which start from a list when the server (or, for
+        # a custom resource, its CRD) comes up: a watch cannot resume from before that point.
+        self._start_rv = self._rv
+        self._type_floor: dict[Key, int] = {}
 
     # ---- plumbing -------------------------------------------------------------------------
 
@@ -310,19 +323,21 @@ class Storage:
         if resource_version not in (None, ""):
             _parse_rv(resource_version)
         start = ""
+        snapshot: int | None = None
         if continue_token:
             try:
                 token = json.loads(base64.urlsafe_b64decode(continue_token.encode()))
                 start = str(token["start"])
+                snapshot = int(token["rv"])
             except (ValueError, KeyError, TypeError, binascii.Error):
                 raise bad_request(
                     "continue key is not valid: incorrect encoded start resourceVersion "
                     "(version meta.k8s.io/v1)"
                 ) from None
         with self._lock:
-            rv = self._rv
+            rv = self._rv if snapshot is None else snapshot
             items = []
-            for (ns, name), obj in sorted(self._bucket(rt).items()):
+            for (ns, name), obj in sorted(self._bucket_at(rt, rv).items()):
                 if namespace is not None and rt.namespaced and ns != namespace:
                     continue
                 if start and f"{ns}/{name}" <= start:
@@ -344,6 +359,33 @@ class Storage:
             "metadata": meta_out,
             "items": out_items,
         }
+
+    def _bucket_at(self, rt: ResourceType, rv: int) -> dict[tuple[str, str], Obj]:
+        """The objects of ``rt`` as they were at ``rv`` (lock held): the current ones with the
+        later history undone, so every page of a paged list shows one snapshot, as etcd does."""
+        current = self._bucket(rt)
+        if rv >= self._rv:
+            return current
+        if len(self._history) == self._history.maxlen and rv < self._history[0][0] - 1:
+            raise StatusError(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter.",
+            )
+        state = dict(current)
+        for erv, key, etype, obj, old in reversed(self._history):
+            if erv <= rv:
+                break
+            if key != rt.key:
+                continue
+            meta = obj.get("metadata", {})
+            okey = (meta.get("namespace", "") if rt.namespaced else "", meta.get("name", ""))
+            if etype == "ADDED":
+                state.pop(okey, None)
+            elif old is not None:
+                state[okey] = old
+        return state
 
     def watch_rt(
         self,
@@ -368,11 +410,12 @@ class Storage:
                         initial.append(("ADDED", obj))
             else:
                 since = _parse_rv(resource_version)
-                if since < self._floor:
+                floor = max(self._floor, self._type_floor.get(rt.key, self._start_rv))
+                if since < floor:
                     raise StatusError(
                         410,
                         "Expired",
-                        f"too old resource version: {since} ({self._floor + 1})",
+                        f"too old resource version: {since} ({floor})",
                     )
                 for rv, key, etype, obj, old in self._history:
                     if rv <= since or key != rt.key:
@@ -442,21 +485,32 @@ class Storage:
         """Defaults, pruning and validation; returns warnings, raises 400/422."""
         warnings: _List[str] = []
         s = rt.schema()
+        strict = (
+            f'{rt.kind} in version "{rt.preferred_version}" cannot be handled as a {rt.kind}: '
+            "strict decoding error: "
+        )
         if s is not None:
             pruned = schema.prune(s, obj)
             if pruned:
                 unknown = [f'unknown field "{p}"' for p in pruned]
                 if field_validation == "Strict":
-                    raise bad_request("strict decoding error: " + ", ".join(unknown))
+                    raise bad_request(strict + ", ".join(unknown))
                 if field_validation == "Warn":
                     warnings += unknown
+            schema.prune_nulls(s, obj)
             schema.apply_defaults(s, obj)
         else:
+            undecodable = defaults.decode_errors(rt, obj)
+            if undecodable:
+                raise bad_request(
+                    f'{rt.kind} in version "{rt.preferred_version}" cannot be handled as a '
+                    f"{rt.kind}: {undecodable}"
+                )
             dropped = defaults.drop_unknown_builtin_fields(rt, obj)
             if dropped:
                 unknown = [f'unknown field "{p}"' for p in dropped]
                 if field_validation == "Strict":
-                    raise bad_request("strict decoding error: " + ", ".join(unknown))
+                    raise bad_request(strict + ", ".join(unknown))
                 if field_validation == "Warn":
                     warnings += unknown
             defaults.apply_builtin_defaults(rt, obj, creating=old is None)
@@ -473,7 +527,9 @@ class Storage:
         if rt.key == CRD_KEY:
             errs += self._validate_crd(obj)
         if errs:
-            raise invalid(rt.group, rt.kind, rt.plural, name, errs)
+            # Events of both APIs are one internal (core) type, so their errors name "Event".
+            group = "" if rt.key == ("events.k8s.io", "events") else rt.group
+            raise invalid(group, rt.kind, rt.plural, name, errs)
         return warnings
 
     def create_rt(
@@ -637,7 +693,8 @@ class Storage:
     ) -> tuple[Obj, _List[str]]:
         """Turn a desired object into the stored one (lock held) and commit it."""
         old_meta = old["metadata"]
-        if subresource == "status":
+        if subresource == "status" and (rt.crd_name is not None or rt.key == CRD_KEY):
+            # A custom resource's status endpoint writes status only.
             result = fast_copy(old)
             if "status" in new:
                 result["status"] = new["status"]
@@ -646,6 +703,19 @@ class Storage:
             new_meta = new.get("metadata") or {}
             if "managedFields" in new_meta:
                 result["metadata"]["managedFields"] = new_meta["managedFields"]
+        elif subresource == "status":
+            # Built-in status strategies reset the spec (and a few metadata fields) but keep
+            # the rest: the deployment controller writes its revision annotation here.
+            result = {k: fast_copy(v) for k, v in old.items() if k not in ("status", "metadata")}
+            result["metadata"] = fast_copy(new.get("metadata") or {})
+            if "status" in new:
+                result["status"] = new["status"]
+            kept = {("apps", "deployments"): ("labels",), PODS_KEY: ("ownerReferences",)}
+            for field in kept.get(rt.key, ()):
+                if field in old_meta:
+                    result["metadata"][field] = fast_copy(old_meta[field])
+                else:
+                    result["metadata"].pop(field, None)
         else:
             result = new
             if rt.has_status and rt.key != NS_KEY:
@@ -678,30 +748,26 @@ class Storage:
         else:
             explicit = True
         if old_meta.get("deletionTimestamp"):
-            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            before = set(old_meta.get("finalizers") or [])
+            added = [f for f in meta.get("finalizers") or [] if f not in before]
             if added:
-                raise invalid(
-                    rt.group,
-                    rt.kind,
-                    rt.plural,
-                    old_meta["name"],
-                    [
-                        FieldError(
-                            "FieldValueForbidden",
-                            "metadata.finalizers",
-                            f"no new finalizers can be added if the object is being deleted, "
-                            f"found new "
-                            f"finalizers {json.dumps(sorted(added))}",
-                            with_value=False,
-                        )
-                    ],
+                # Go's %#v of a []string; the metadata update validation runs twice in
+                # kube-apiserver, so the cause is listed twice (the message once).
+                go_list = "[]string{" + ", ".join(json.dumps(f) for f in added) + "}"
+                err = FieldError(
+                    "FieldValueForbidden",
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {go_list}",
+                    with_value=False,
                 )
+                raise invalid(rt.group, rt.kind, rt.plural, old_meta["name"], [err, err])
         warnings = self._prepare(rt, result, old, field_validation)
         if rt.key == CRD_KEY:
             result["status"] = self._crd_status(result)
         if self._same(old, result):
             return fast_copy(old), warnings
-        if _has_generation(rt) and self._spec_changed(rt, old, result):
+        if subresource != "status" and _has_generation(rt) and self._spec_changed(rt, old, result):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if not explicit:
             managed.track_update(rt, old, result, manager, subresource, rt.api_version())
@@ -749,6 +815,12 @@ class Storage:
 
     @staticmethod
     def _spec_changed(rt: ResourceType, old: Obj, new: Obj) -> bool:
+        if rt.key == ("apps", "deployments"):
+            # Deployment annotations are copied to ReplicaSets, so they count as desired state.
+            a_old = (old.get("metadata") or {}).get("annotations") or {}
+            a_new = (new.get("metadata") or {}).get("annotations") or {}
+            if a_old != a_new:
+                return True
         skip = {"metadata", "status"} if rt.has_status else {"metadata"}
         a = {k: v for k, v in old.items() if k not in skip}
         b = {k: v for k, v in new.items() if k not in skip}
@@ -836,15 +908,13 @@ class Storage:
         if not isinstance(body, dict):
             raise bad_request("apply patch must be an object")
         if not manager:
-            raise bad_request(
-                "PATCH /apply requires fieldManager to be set (e.g. ?fieldManager=NAME)"
-            )
+            raise field_manager_required()
         applied = fast_copy(body)
-        if not applied.get("apiVersion") or not applied.get("kind"):
+        group, _, version = str(applied.get("apiVersion") or "").rpartition("/")
+        if applied.get("kind") != rt.kind or group != rt.group or version not in rt.versions:
+            # The GroupVersionKind as apimachinery prints it ("apps/v1, Kind=Deployment").
             raise bad_request(
-                "invalid object type: /, Kind="
-                if not applied.get("kind")
-                else f"invalid object type: /, Kind={applied.get('kind')}"
+                f"invalid object type: {group}/{version}, Kind={applied.get('kind') or ''}"
             )
         self._check_kind(rt, applied)
         ameta = applied.setdefault("metadata", {})
@@ -923,11 +993,13 @@ class Storage:
             for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
             if k in meta
         }
+        replicas = self._path_get(obj, spec.spec_replicas_path) or 0
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": smeta,
-            "spec": {"replicas": self._path_get(obj, spec.spec_replicas_path) or 0},
+            # autoscaling/v1 ScaleSpec.replicas is omitempty: zero is not sent.
+            "spec": {"replicas": replicas} if replicas else {},
             "status": status,
         }
 
@@ -951,6 +1023,8 @@ class Storage:
         if not isinstance(scale, dict):
             raise bad_request("the object provided is not a JSON object")
         replicas = (scale.get("spec") or {}).get("replicas")
+        if replicas is None:
+            replicas = 0  # omitted (omitempty) means zero, as kubectl scale --replicas=0 sends it
         with self._lock:
             old = self._lookup(rt, namespace, name)
             if old is None:
@@ -991,6 +1065,73 @@ class Storage:
             )
             return self._scale_of(rt, obj)
 
+    def apply_scale(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        applied: Any,
+        *,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Server-side apply of an autoscaling/v1 Scale: an Apply entry with subresource scale
+        owning spec.replicas, which every other manager loses (kube-apiserver's ScaleHandler)."""
+        if not manager:
+            raise field_manager_required()
+        if not isinstance(applied, dict):
+            raise bad_request("apply patch must be an object")
+        if applied.get("apiVersion") != "autoscaling/v1" or applied.get("kind") != "Scale":
+            group, _, version = str(applied.get("apiVersion") or "").rpartition("/")
+            raise bad_request(
+                f"invalid object type: {group}/{version}, Kind={applied.get('kind') or ''}"
+            )
+        replicas = (applied.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise invalid(
+                "autoscaling",
+                "Scale",
+                "scale",
+                name,
+                [
+                    FieldError(
+                        "FieldValueInvalid",
+                        "spec.replicas",
+                        "must be greater than or equal to 0",
+                        replicas,
+                    )
+                ],
+            )
+        with self._lock:
+            old = self._lookup(rt, namespace, name)
+            if old is None:
+                raise not_found(rt.group, rt.plural, name)
+            parent: Obj = {
+                "apiVersion": rt.api_version(),
+                "kind": rt.kind,
+                "metadata": {"name": name},
+            }
+            path = (rt.scale or ScaleSpec()).spec_replicas_path.strip(".").split(".")
+            cur = parent
+            for part in path[:-1]:
+                cur = cur.setdefault(part, {})
+            cur[path[-1]] = replicas
+            merged = managed.apply(rt, old, parent, manager, "scale", force, rt.api_version())
+            managed.disown(merged, ("f:spec", "f:replicas"), keep=(manager, "Apply", "scale"))
+            merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            obj, _ = self._write(
+                rt,
+                old,
+                merged,
+                subresource="scale",
+                manager=manager,
+                dry_run=dry_run,
+                field_validation="Ignore",
+                explicit_managed=True,
+            )
+            return self._scale_of(rt, obj)
+
     # ---- delete ---------------------------------------------------------------------------
 
     def delete_rt(
@@ -1024,16 +1165,19 @@ class Storage:
                     raise conflict(rt.group, rt.plural, name)
             if dry_run:
                 return fast_copy(old)
-            if propagation_policy == "Orphan":
-                self._orphan_dependents(meta.get("uid", ""))
             new = fast_copy(old)
             nmeta = new["metadata"]
-            if propagation_policy == "Foreground" and rt.key != NS_KEY:
-                # The garbage collector deletes the dependents, then drops this finalizer.
+            gc_finalizer = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(
+                propagation_policy or ""
+            )
+            if gc_finalizer and rt.key != NS_KEY:
+                # The garbage collector deletes (Foreground) or releases (Orphan) the
+                # dependents, then drops this finalizer, and the object goes.
                 fins = list(nmeta.get("finalizers") or [])
-                if "foregroundDeletion" not in fins:
-                    fins.append("foregroundDeletion")
+                if gc_finalizer not in fins:
+                    fins.append(gc_finalizer)
                 nmeta["finalizers"] = fins
+                _bump_generation_on_delete(nmeta)
                 nmeta.setdefault("deletionTimestamp", _now())
                 nmeta.setdefault("deletionGracePeriodSeconds", 0)
                 if new == old:
@@ -1056,6 +1200,7 @@ class Storage:
                     current = nmeta.get("deletionGracePeriodSeconds")
                     if current is not None and current <= grace:
                         return fast_copy(old)
+                    _bump_generation_on_delete(nmeta)
                     nmeta["deletionGracePeriodSeconds"] = grace
                     nmeta["deletionTimestamp"] = (
                         datetime.now(UTC) + timedelta(seconds=grace)
@@ -1068,28 +1213,13 @@ class Storage:
                         nmeta["deletionGracePeriodSeconds"] = 0
                         return fast_copy(self._commit(rt, "MODIFIED", new, old))
                     return fast_copy(old)
+                _bump_generation_on_delete(nmeta)
                 nmeta["deletionTimestamp"] = _now()
                 nmeta["deletionGracePeriodSeconds"] = 0
                 return fast_copy(self._commit(rt, "MODIFIED", new, old))
             self._commit(rt, "DELETED", new, old)
             self._after_delete(rt, new)
             return fast_copy(new)
-
-    def _orphan_dependents(self, uid: str) -> None:
-        for key, bucket in list(self._objects.items()):
-            rt = next((r for r in self.registry.all() if r.key == key), None)
-            if rt is None:
-                continue
-            for obj in list(bucket.values()):
-                refs = obj["metadata"].get("ownerReferences") or []
-                if any(r.get("uid") == uid for r in refs):
-                    new = fast_copy(obj)
-                    kept = [r for r in refs if r.get("uid") != uid]
-                    if kept:
-                        new["metadata"]["ownerReferences"] = kept
-                    else:
-                        new["metadata"].pop("ownerReferences", None)
-                    self._commit(rt, "MODIFIED", new, obj)
 
     def _delete_namespace(self, rt: ResourceType, old: Obj, new: Obj) -> Obj:
         name = new["metadata"]["name"]
@@ -1265,6 +1395,17 @@ class Storage:
             )
             cols[v["name"]] = list(v.get("additionalPrinterColumns") or [])
         rt = ResourceType(
+            # The verbs (and their order) apiextensions-apiserver publishes for a custom resource.
+            verbs=(
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ),
             group=spec["group"],
             versions=tuple(v["name"] for v in versions),
             kind=names["kind"],
@@ -1280,6 +1421,8 @@ class Storage:
             crd_name=crd["metadata"]["name"],
             storage_version=storage_v,
         )
+        if self.registry.by_resource(rt.group, rt.preferred_version, rt.plural) is None:
+            self._type_floor[rt.key] = self._rv
         self.registry.add(rt)
         for cb in list(self.crd_listeners):
             cb()

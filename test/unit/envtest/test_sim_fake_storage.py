@@ -150,7 +150,9 @@ class FakeStorage:
             raise self._not_found(kind, name)
         merged = _merge(old, patch)
         if subresource == "status":
+            # Built-in status endpoints keep metadata changes (annotations) but not the spec.
             new = copy.deepcopy(old)
+            new["metadata"] = merged["metadata"]
             if "status" in merged:
                 new["status"] = merged["status"]
         else:

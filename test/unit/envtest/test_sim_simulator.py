@@ -144,8 +144,8 @@ def test_deployment_creates_one_replicaset_and_its_pods(rig: Rig) -> None:
     d = rig.get("Deployment", "llm")
     assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
     st = d["status"]
-    assert (st["replicas"], st["updatedReplicas"], st["readyReplicas"]) == (3, 3, 0)
-    assert (st["availableReplicas"], st["unavailableReplicas"]) == (0, 3)
+    assert (st["replicas"], st.get("updatedReplicas", 0), st.get("readyReplicas", 0)) == (3, 3, 0)
+    assert (st.get("availableReplicas", 0), st.get("unavailableReplicas", 0)) == (0, 3)
     assert st["observedGeneration"] == 1
 
 
@@ -164,7 +164,11 @@ def test_pods_turn_ready_only_after_startup_delay(rig: Rig) -> None:
     assert types == {"PodScheduled", "Initialized", "ContainersReady", "Ready"}
     assert pods[0]["status"]["containerStatuses"][0]["ready"] is True
     st = rig.get("Deployment", "llm")["status"]
-    assert (st["readyReplicas"], st["availableReplicas"], st["unavailableReplicas"]) == (2, 2, 0)
+    assert (
+        st.get("readyReplicas", 0),
+        st.get("availableReplicas", 0),
+        st.get("unavailableReplicas", 0),
+    ) == (2, 2, 0)
     conds = {c["type"]: (c["status"], c["reason"]) for c in st["conditions"]}
     assert conds == {
         "Available": ("True", "MinimumReplicasAvailable"),
@@ -360,11 +364,15 @@ def test_replicaset_status_fields_and_adoption(rig: Rig) -> None:
     assert stray["metadata"]["ownerReferences"][0]["name"] == "rs"
     st = rig.get("ReplicaSet", "rs")["status"]
     # The adopted pod lacks the template's "tier" label: not fully labelled.
-    assert (st["replicas"], st["fullyLabeledReplicas"], st["readyReplicas"]) == (2, 1, 0)
+    assert (st["replicas"], st.get("fullyLabeledReplicas", 0), st.get("readyReplicas", 0)) == (
+        2,
+        1,
+        0,
+    )
     assert st["observedGeneration"] == 1
     rig.step(0.5)
     st = rig.get("ReplicaSet", "rs")["status"]
-    assert (st["readyReplicas"], st["availableReplicas"]) == (2, 2)
+    assert (st.get("readyReplicas", 0), st.get("availableReplicas", 0)) == (2, 2)
 
 
 def test_min_ready_seconds_delays_availability(rig: Rig) -> None:
@@ -372,11 +380,11 @@ def test_min_ready_seconds_delays_availability(rig: Rig) -> None:
     rig.step()
     rig.step(0.5)
     st = rig.get("Deployment", "llm")["status"]
-    assert (st["readyReplicas"], st["availableReplicas"]) == (1, 0)
+    assert (st.get("readyReplicas", 0), st.get("availableReplicas", 0)) == (1, 0)
     rig.step(9.9)
-    assert rig.get("Deployment", "llm")["status"]["availableReplicas"] == 0
+    assert rig.get("Deployment", "llm")["status"].get("availableReplicas", 0) == 0
     rig.step(0.1)
-    assert rig.get("Deployment", "llm")["status"]["availableReplicas"] == 1
+    assert rig.get("Deployment", "llm")["status"].get("availableReplicas", 0) == 1
 
 
 def _change_image(rig: Rig, image: str) -> None:
@@ -402,7 +410,7 @@ def test_rolling_update_respects_surge_and_unavailability(rig: Rig) -> None:
     assert new["spec"]["replicas"] == 2 and old["spec"]["replicas"] == 3
     assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     st = d["status"]
-    assert st["updatedReplicas"] == 2 and st["replicas"] == 5
+    assert st.get("updatedReplicas", 0) == 2 and st["replicas"] == 5
     prog = {c["type"]: c for c in st["conditions"]}["Progressing"]
     assert prog["status"] == "True" and prog["reason"] != "NewReplicaSetAvailable"
     for _ in range(20):
@@ -421,7 +429,11 @@ def test_rolling_update_respects_surge_and_unavailability(rig: Rig) -> None:
     d = rig.get("Deployment", "llm")
     assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     st = d["status"]
-    assert (st["updatedReplicas"], st["replicas"], st["availableReplicas"]) == (4, 4, 4)
+    assert (st.get("updatedReplicas", 0), st["replicas"], st.get("availableReplicas", 0)) == (
+        4,
+        4,
+        4,
+    )
     prog = {c["type"]: c for c in st["conditions"]}["Progressing"]
     assert prog["reason"] == "NewReplicaSetAvailable"
     assert all(p["spec"]["containers"][0]["image"] == "vllm:2" for p in rig.pods(terminating=False))
@@ -510,8 +522,8 @@ def test_statefulset_ordered_ready_creation_and_scale_down(rig: Rig) -> None:
     rig.step(0.5)
     assert names(rig) == ["db-0", "db-1", "db-2"]
     st = rig.get("StatefulSet", "db")["status"]
-    assert (st["replicas"], st["readyReplicas"], st["availableReplicas"]) == (3, 3, 3)
-    assert st["currentReplicas"] == st["updatedReplicas"] == 3
+    assert (st["replicas"], st.get("readyReplicas", 0), st.get("availableReplicas", 0)) == (3, 3, 3)
+    assert st["currentReplicas"] == st.get("updatedReplicas", 0) == 3
     assert st["currentRevision"] == st["updateRevision"]
     pod = rig.get("Pod", "db-1")
     assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
@@ -546,7 +558,7 @@ def test_statefulset_rolling_update_goes_from_highest_ordinal(rig: Rig) -> None:
     for _ in range(10):
         rig.step(0.5)
     st = rig.get("StatefulSet", "db")["status"]
-    assert st["updatedReplicas"] == 2 and st["currentRevision"] == st["updateRevision"]
+    assert st.get("updatedReplicas", 0) == 2 and st["currentRevision"] == st["updateRevision"]
     assert all(p["spec"]["containers"][0]["image"] == "db:2" for p in rig.pods())
 
 
@@ -592,9 +604,9 @@ def test_statefulset_min_ready_seconds_delays_available(rig: Rig) -> None:
     rig.step()
     rig.step(0.5)
     st = rig.get("StatefulSet", "db")["status"]
-    assert (st["readyReplicas"], st["availableReplicas"]) == (1, 0)
+    assert (st.get("readyReplicas", 0), st.get("availableReplicas", 0)) == (1, 0)
     rig.step(3.0)
-    assert rig.get("StatefulSet", "db")["status"]["availableReplicas"] == 1
+    assert rig.get("StatefulSet", "db")["status"].get("availableReplicas", 0) == 1
 
 
 def test_paused_deployment_scales_but_does_not_roll(rig: Rig) -> None:
@@ -641,7 +653,11 @@ def test_deployment_scaled_to_zero_keeps_its_replicaset(rig: Rig) -> None:
     (rs,) = rig.replicasets()
     assert rs["spec"]["replicas"] == 0 and rig.pods() == []
     st = rig.get("Deployment", "llm")["status"]
-    assert (st["replicas"], st["availableReplicas"], st["unavailableReplicas"]) == (0, 0, 0)
+    assert (
+        st.get("replicas", 0),
+        st.get("availableReplicas", 0),
+        st.get("unavailableReplicas", 0),
+    ) == (0, 0, 0)
 
 
 def test_controllers_record_events_like_kube_controller_manager(rig: Rig) -> None:

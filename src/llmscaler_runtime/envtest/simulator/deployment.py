@@ -265,6 +265,7 @@ class DeploymentController:
                 meta(d).get("namespace"),
                 name_of(d),
                 {"metadata": {"annotations": {REVISION_ANNOTATION: rev}}},
+                subresource="status",  # as kube-controller-manager: no generation bump
             )
             sim.note_write()
 
@@ -514,7 +515,10 @@ class DeploymentController:
         prog = self._progressing(d, new, counts, current, conditions, now_wall)
         if prog is not None:
             conditions = _set_condition(conditions, "Progressing", *prog[:3], ts, refresh=prog[3])
-        status: Obj = dict(counts)
+        # The typed status omits zero counts (omitempty); terminatingReplicas is a pointer.
+        status: Obj = {
+            k: (v if v or k == "terminatingReplicas" else None) for k, v in counts.items()
+        }
         status["conditions"] = conditions
         if current.get("collisionCount") is not None:
             status["collisionCount"] = current["collisionCount"]

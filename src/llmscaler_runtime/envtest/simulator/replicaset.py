@@ -188,8 +188,16 @@ class ReplicaSetController:
             "observedGeneration": meta(rs).get("generation", 1),
         }
         current = rs.get("status") or {}
-        if all(current.get(k, 0) == v for k, v in status.items()):
+        if all(current.get(k, 0) == v for k, v in status.items()) and all(
+            k in current for k in ("replicas", "terminatingReplicas")
+        ):
             return
+        # The typed status omits zero counts (omitempty) but replicas and the pointer
+        # terminatingReplicas; a merge patch drops them with null.
+        status = {
+            k: (v if v or k in ("replicas", "terminatingReplicas") else None)
+            for k, v in status.items()
+        }
         sim.storage.patch_merge(
             "apps/v1",
             "ReplicaSet",
