@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from test.faults.campaign import METRICS_TIMEOUT, REGISTRY, RESULTS_FILE, write_results
+from test.faults.campaign import (
+    API_REGISTRY,
+    METRICS_TIMEOUT,
+    REGISTRY,
+    RESULTS_FILE,
+    counts,
+    write_results,
+)
 from test.integration.e2e.harness import ManagerProcess
 
 
@@ -30,12 +37,13 @@ def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not REGISTRY.results:
+    if not REGISTRY.results and not API_REGISTRY.results:
         return
     write_results()
-    tried, survived = REGISTRY.counts()
+    tried, survived = counts()
     terminalreporter.write_sep("=", "fault campaign")
     terminalreporter.write_line(REGISTRY.table())
+    terminalreporter.write_line(API_REGISTRY.table())
     terminalreporter.write_line(
         f"fault campaign: {tried} fault runs, {survived} survived; table in {RESULTS_FILE}"
     )

@@ -31,6 +31,7 @@ def campaign(kube: Any, envtest: Any, manager: ManagerProcess) -> dict[str, RowR
             namespaces=namespaces,
             backend=envtest.backend,
             manager_alive=lambda: manager.proc is not None and manager.proc.poll() is None,
+            manager_log=manager.log_path,
         )
     finally:
         for ns in namespaces.values():

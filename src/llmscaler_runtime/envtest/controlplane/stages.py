@@ -10,7 +10,8 @@ single-container LLM servers needs:
   may override that with the annotation ``pod-ready.stage.kwok.x-k8s.io/delay`` (a Go duration
   such as ``"20s"``), kwok's own convention, so one test can slow one Deployment down;
 * a deleted pod disappears after ``pod_delete_seconds`` (annotation
-  ``pod-delete.stage.kwok.x-k8s.io/delay`` overrides), never later than its grace period.
+  ``pod-delete.stage.kwok.x-k8s.io/delay`` overrides). kwok's own stage adds a random jitter up
+  to the pod's deletionTimestamp (its grace period); ours does not, so tests are repeatable.
 """
 
 from __future__ import annotations
@@ -213,8 +214,6 @@ spec:
     durationMilliseconds: @DELETE_MS@
     durationFrom:
       expressionFrom: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"]'
-    jitterDurationFrom:
-      expressionFrom: '.metadata.deletionTimestamp'
   next:
     delete: true
 """
