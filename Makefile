@@ -10,7 +10,7 @@ IMG ?= 4pdosc/llm-operator:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject
 PYTEST_ARGS ?=
 
 .PHONY: help venv install test test-tools lint fmt typecheck unit integration demo manifests chart-sync \
-        docker-build deploy undeploy bench prometheus controlplane clean
+        docker-build deploy undeploy bench prometheus controlplane fuzz clean
 
 help: ## List the targets.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ test: $(STAMP) test-tools lint ## Install everything, lint, type-check and run t
 
 unit: $(STAMP) ## Only the unit tests (no servers).
 	$(BIN)/python -m pytest test/unit $(PYTEST_ARGS)
+
+fuzz: $(STAMP) ## The property tests and parser fuzzing with the long budget (random; ~3 min).
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest test/unit/properties -q $(PYTEST_ARGS)
 
 integration: $(STAMP) prometheus ## Only the integration tests (on every backend available).
 	LLMSCALER_CONTROLPLANE_BIN="$(CONTROLPLANE_BIN)" $(BIN)/python -m pytest test/integration $(PYTEST_ARGS)

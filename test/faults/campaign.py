@@ -36,6 +36,7 @@ from typing import Any
 import attrs
 
 from test.faults import sources as f
+from test.integration.e2e.harness import PeriodicSampler
 
 LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
 CAMPAIGN_LABEL = "llmscaler-fault-campaign"
@@ -378,46 +379,30 @@ def deployment(name: str, ns: str) -> dict[str, Any]:
     }
 
 
-class Sampler:
-    """Reads every campaign Deployment's spec.replicas every 0.2 s, in a thread."""
+class Sampler(PeriodicSampler):
+    """Reads every campaign Deployment's spec.replicas and scaler's ScalingActive every 0.2 s."""
 
     def __init__(self, kube: Any) -> None:
+        super().__init__()
         self.kube = kube
         self.samples: list[tuple[float, dict[str, int]]] = []
         #: (time, namespace -> "ScalingActive=<status>/<reason>") of every campaign scaler.
         self.conditions: list[tuple[float, dict[str, str]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="fault-sampler")
 
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            try:
-                items = self.kube.list(
-                    "apps/v1", "Deployment", None, label_selector=f"{CAMPAIGN_LABEL}=yes"
-                )["items"]
-            except Exception:  # a transient API error: the next sample will do
-                continue
-            by_ns = {d["metadata"]["namespace"]: int(d["spec"]["replicas"]) for d in items}
-            self.samples.append((time.monotonic(), by_ns))
-            try:
-                scalers = self.kube.list(LLMSCALER, "LLMScaler", None)["items"]
-            except Exception:
-                continue
-            active: dict[str, str] = {}
-            for sc in scalers:
-                for c in (sc.get("status") or {}).get("conditions") or []:
-                    if c.get("type") == "ScalingActive":
-                        key = sc["metadata"]["namespace"]
-                        active[key] = f"ScalingActive={c.get('status')}/{c.get('reason')}"
-            self.conditions.append((time.monotonic(), active))
+    def sample(self) -> None:
+        items = self.kube.list(
+            "apps/v1", "Deployment", None, label_selector=f"{CAMPAIGN_LABEL}=yes"
+        )["items"]
+        by_ns = {d["metadata"]["namespace"]: int(d["spec"]["replicas"]) for d in items}
+        self.samples.append((time.monotonic(), by_ns))
+        scalers = self.kube.list(LLMSCALER, "LLMScaler", None)["items"]
+        active: dict[str, str] = {}
+        for sc in scalers:
+            for c in (sc.get("status") or {}).get("conditions") or []:
+                if c.get("type") == "ScalingActive":
+                    key = sc["metadata"]["namespace"]
+                    active[key] = f"ScalingActive={c.get('status')}/{c.get('reason')}"
+        self.conditions.append((time.monotonic(), active))
 
     def conditions_between(self, ns: str, start: float, end: float) -> list[str]:
         return [c[ns] for t, c in self.conditions if start <= t <= end and ns in c]

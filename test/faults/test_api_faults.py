@@ -35,8 +35,9 @@ START = 3
 #: A write that failed is retried at the retry period; one more for the write and sampling.
 WRITE_RECOVERY = RETRY_SECONDS + 2.0
 #: A broken list/watch recovers at the reflector's next attempt: client-go's backoff (0.8 s,
-#: doubling, jittered, capped at 30 s), so after a few seconds of outage the next try can be
-#: several seconds away. Bound for outages of about 5 s.
+#: doubling, jittered, capped at 30 s, reset after 2 min without failures), so after a few
+#: seconds of outage the next try can be several seconds away. Bound for outages of about 5 s
+#: on a manager whose backoff starts fresh (the fixture above).
 WATCH_RECOVERY = 15.0
 
 
@@ -44,6 +45,20 @@ WATCH_RECOVERY = 15.0
 def decisions() -> Iterator[DecisionServer]:
     with DecisionServer() as server:
         yield server
+
+
+@pytest.fixture
+def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
+    """A fresh manager per row: a reflector's backoff grows with failures and resets only
+    after two minutes without one (as client-go's), so one row's API faults must not slow the
+    next row's recovery."""
+    proc = ManagerProcess(kubeconfig_path, "--max-concurrent-reconciles", "4").start()
+    try:
+        proc.wait_ready(timeout=60)
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
 
 
 def _scaler(name: str, ns: str, decisions: DecisionServer, sid: str) -> dict[str, Any]:

@@ -8,10 +8,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import httpx
 
@@ -47,6 +48,38 @@ def wait_for(
             detail = f" (last: {last_exc})" if last_exc else ""
             raise AssertionError(f"timed out after {timeout}s waiting for {what}{detail}{extra}")
         time.sleep(interval)
+
+
+class PeriodicSampler:
+    """Calls :meth:`sample` every ``interval`` seconds in a thread, from ``with`` entry to exit.
+
+    For tests that must know what the cluster showed *while* something happened (a rollout, a
+    fault), not only before and after. A failing sample (a transient API error) is skipped.
+    """
+
+    interval = 0.2
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=type(self).__name__)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sample()
+            except Exception:  # a transient API error: the next sample will do
+                continue
+
+    def sample(self) -> None:
+        raise NotImplementedError
 
 
 class ManagerProcess:

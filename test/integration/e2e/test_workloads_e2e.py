@@ -11,7 +11,6 @@ the operator is asked to do and checks what the cluster shows, polling with dead
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 
 from llmscaler_runtime.testkit.decision_server import DecisionServer
 from test.integration.e2e.conftest import LLMSCALER, decided_scaler, deployment
-from test.integration.e2e.harness import ManagerProcess, wait_for
+from test.integration.e2e.harness import ManagerProcess, PeriodicSampler, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -79,41 +78,30 @@ class Sample:
     ready: int
 
 
-class DeploymentWatcher:
-    """Samples one Deployment every 100 ms in a thread: what the cluster showed, and when."""
+class DeploymentWatcher(PeriodicSampler):
+    """Samples one Deployment every 100 ms: what the cluster showed, and when."""
+
+    interval = 0.1
 
     def __init__(self, kube: Any, ns: str, name: str) -> None:
+        super().__init__()
         self.kube, self.ns, self.name = kube, ns, name
         self.samples: list[Sample] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> DeploymentWatcher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            try:
-                d = _dep(self.kube, self.ns, self.name)
-            except Exception:  # a transient API error: the next sample will do
-                continue
-            st = d.get("status") or {}
-            self.samples.append(
-                Sample(
-                    at=time.monotonic(),
-                    generation=d["metadata"]["generation"],
-                    spec_replicas=d["spec"]["replicas"],
-                    observed=st.get("observedGeneration") or 0,
-                    replicas=st.get("replicas") or 0,
-                    updated=st.get("updatedReplicas") or 0,
-                    ready=st.get("readyReplicas") or 0,
-                )
+    def sample(self) -> None:
+        d = _dep(self.kube, self.ns, self.name)
+        st = d.get("status") or {}
+        self.samples.append(
+            Sample(
+                at=time.monotonic(),
+                generation=d["metadata"]["generation"],
+                spec_replicas=d["spec"]["replicas"],
+                observed=st.get("observedGeneration") or 0,
+                replicas=st.get("replicas") or 0,
+                updated=st.get("updatedReplicas") or 0,
+                ready=st.get("readyReplicas") or 0,
             )
+        )
 
 
 def test_rollout_guard_holds_scaling_until_slow_new_pods_are_ready(

@@ -273,19 +273,27 @@ class ControlPlane:
             ],
         )
 
+    def _client_and_serving_flags(self, kubeconfig: str, cert_dir: str) -> list[str]:
+        """What kube-controller-manager and kube-scheduler share: the admin kubeconfig for
+        the API and for delegated authn/z of their own HTTPS port (loopback, a free port, a
+        self-signed cert), and no leader election (one of each runs)."""
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={_free_port()}",
+            f"--cert-dir={self.directory / cert_dir}",
+            "--leader-elect=false",
+        ]
+
     def _add_controller_manager(self, kubeconfig: str) -> Component:
         assert self.pki is not None
         return self._add(
             "kube-controller-manager",
             [
                 str(self.assets["kube-controller-manager"]),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={_free_port()}",
-                f"--cert-dir={self.directory / 'kcm-certs'}",
-                "--leader-elect=false",
+                *self._client_and_serving_flags(kubeconfig, "kcm-certs"),
                 f"--root-ca-file={self.pki.ca_cert}",
                 f"--service-account-private-key-file={self.pki.sa_private_key}",
                 f"--cluster-signing-cert-file={self.pki.ca_cert}",
@@ -302,13 +310,7 @@ class ControlPlane:
             "kube-scheduler",
             [
                 str(self.assets["kube-scheduler"]),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={_free_port()}",
-                f"--cert-dir={self.directory / 'scheduler-certs'}",
-                "--leader-elect=false",
+                *self._client_and_serving_flags(kubeconfig, "scheduler-certs"),
                 "--v=0",
             ],
         )

@@ -91,6 +91,21 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) 
     path.chmod(0o600)
 
 
+def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
+    """Digital signature for every key (ECDSA TLS); certificate and CRL signing for the CA."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        key_encipherment=False,
+        content_commitment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=signs_certificates,
+        crl_sign=signs_certificates,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def _builder(subject: x509.Name, issuer: x509.Name, public_key: object) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
     return (
@@ -115,20 +130,7 @@ def _issue_client(
     cert = (
         _builder(_name(common_name, organizations), ca_cert.subject, key.public_key())
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=False,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(signs_certificates=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -147,20 +149,7 @@ def create_pki(directory: Path, *, service_ip: str = "10.0.0.1") -> Pki:
     ca_cert = (
         _builder(ca_name, ca_name, ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=False,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(signs_certificates=True), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
     ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
