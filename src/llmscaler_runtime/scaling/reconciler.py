@@ -105,9 +105,17 @@ _stdlib_log = logging.getLogger("llmscaler.scaling")  # the same logger, for che
 
 
 class Clock(Protocol):
-    """Wall-clock seconds since the epoch; injected so timing rules test without sleeping."""
+    """The reconciler's two clocks, injected so timing rules test without sleeping.
+
+    ``now`` is wall-clock seconds since the epoch: for timestamps and the sync grid, which all
+    scalers (and all managers) must agree on. ``monotonic`` is for every interval: the
+    stabilization window's history and a sync's time budget. A wall clock that steps (NTP, a
+    VM resumed) must neither expire a window early, and so scale down too soon, nor freeze it.
+    """
 
     def now(self) -> float: ...
+
+    def monotonic(self) -> float: ...
 
 
 class SystemClock:
@@ -115,6 +123,9 @@ class SystemClock:
 
     def now(self) -> float:
         return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
 
 
 class ScalerCache(Protocol):
@@ -397,7 +408,7 @@ class LLMScalerReconciler:
             return ok
 
         # 3. measure, recommend, pace: pure steps, no API calls
-        now = self.clock.now()
+        now = self.clock.monotonic()  # intervals only: the window and the sync's budget
         measurement = self.steps.fetcher.fetch(asked, float(spec.sync_period_seconds))
         self._report_measurement_errors(obj, scaler, measurement)
         recommendation = self.steps.recommender.recommend(spec, target, measurement)
@@ -657,7 +668,7 @@ class LLMScalerReconciler:
         elif query and self.steps.cost_source is not None:
             # The metric fetch may have spent most of the period on retries; the cost query
             # gets what is left, so one sync never runs into the next.
-            left = float(spec.sync_period_seconds) - (self.clock.now() - started)
+            left = float(spec.sync_period_seconds) - (self.clock.monotonic() - started)
             try:
                 if left <= 0:
                     raise MetricError("no time left in this sync period after the metric fetch")

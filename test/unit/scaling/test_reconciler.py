@@ -307,6 +307,35 @@ def test_restart_does_not_skip_the_stabilization_window(w: World) -> None:
     assert w.replicas() == 1
 
 
+def test_a_wall_clock_step_forward_does_not_expire_the_stabilization_window(w: World) -> None:
+    """NTP or a resumed VM moves the wall clock an hour ahead inside a 60 s window: the
+    window is measured on the monotonic clock, so the fleet is not shrunk early."""
+    w.cluster.put(scaler_obj(window=60))
+    w.cluster.put(deployment(replicas=10))
+    w.fetcher.set_value(10.0)
+    w.sync()
+    w.fetcher.set_value(0.1)
+    w.clock.step(10)
+    w.clock.step_wall(3600)
+    w.sync()
+    assert w.replicas() == 10
+    w.clock.step(50)
+    w.sync()
+    assert w.replicas() == 1
+
+
+def test_a_wall_clock_step_back_does_not_freeze_the_stabilization_window(w: World) -> None:
+    w.cluster.put(scaler_obj(window=60))
+    w.cluster.put(deployment(replicas=10))
+    w.fetcher.set_value(10.0)
+    w.sync()
+    w.fetcher.set_value(0.1)
+    w.clock.step_wall(-3600)
+    w.clock.step(60)
+    w.sync()
+    assert w.replicas() == 1, "a step back of the wall clock held the fleet for an hour"
+
+
 def test_deleted_scaler_history_is_forgotten(w: World) -> None:
     w.cluster.put(scaler_obj())
     w.cluster.put(deployment(replicas=3))
