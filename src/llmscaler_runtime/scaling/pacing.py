@@ -79,15 +79,17 @@ class ScaleDownPacer:
         stepping = history.stepping_down and not is_settled(target)
 
         if recommendation.replicas is None:
-            # Nothing measurable: hold (within the bounds), and remember nothing new.
-            held = History(kept, stepping)
+            # Nothing measurable: hold (within the bounds). The hold counts as a recommendation
+            # of the current count, so no scale-down follows within a window of a sync that
+            # failed: a flapping source cannot shrink the fleet on its first good answer.
+            held = History((*((t, r) for (t, r) in kept if r > current), (now, current)), stepping)
             bounded, _ = clamp(current, spec)
             if bounded == current:
                 return Plan(current, current, current, "no-measurement", held, held)
             if bounded < current:
                 written = History(((now, bounded),), True)
             else:
-                written = History(kept, False)
+                written = History((*((t, r) for (t, r) in kept if r > bounded), (now, bounded)))
             return Plan(current, bounded, bounded, "no-measurement", written, held)
 
         rec = recommendation.replicas

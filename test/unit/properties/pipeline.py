@@ -251,6 +251,8 @@ class Model:
         assert out.plan is not None
         if out.recommended is not None:
             self.events.append((now, out.recommended))
+        else:  # a sync that measured nothing holds the current count, and that counts
+            self.events.append((now, out.plan.current))
         if out.written:
             self.events.append((now, out.plan.replicas))
             self.stepping = out.plan.replicas < out.plan.current

@@ -167,10 +167,21 @@ def test_settle_guard_only_between_steps_of_a_walk_down() -> None:
     assert pace(None, spec(), view(5, ready=4), rec(2), T0).replicas == 2
 
 
-def test_no_measurement_holds_and_records_nothing() -> None:
-    plan = pace(History(((T0, 7),)), spec(window=60), view(7), rec(None), T0 + 1)
+def test_no_measurement_holds_and_counts_as_holding_the_current_count() -> None:
+    plan = pace(History(((T0, 9),)), spec(window=60), view(7), rec(None), T0 + 1)
     assert (plan.replicas, plan.desired, plan.held_by) == (7, 7, "no-measurement")
-    assert plan.history_if_written.samples == ((T0, 7),)
+    assert plan.history_if_written.samples == ((T0, 9), (T0 + 1, 7))
+    assert plan.history_if_failed.samples == ((T0, 9), (T0 + 1, 7))
+
+
+def test_no_scale_down_within_a_window_of_a_failed_sync() -> None:
+    """Good at 7, a failure at +50 s, then a low reading: the fleet waits a window from the
+    failure, not from the last good reading (issue 12: nothing failed in the window)."""
+    failed = pace(History(((T0, 7),)), spec(window=60), view(7), rec(None), T0 + 50)
+    low = pace(failed.history_if_written, spec(window=60), view(7), rec(2), T0 + 70)
+    assert low.replicas == 7 and low.held_by == "stabilization"
+    later = pace(low.history_if_written, spec(window=60), view(7), rec(2), T0 + 110)
+    assert later.replicas == 2
 
 
 def test_history_store_forgets_by_uid() -> None:
@@ -232,7 +243,7 @@ def test_no_measurement_still_enforces_the_bounds() -> None:
     above = pace(History(((T0, 9),)), spec(window=60, max_r=4), view(9), rec(None), T0 + 1)
     assert (above.replicas, above.held_by) == (4, "no-measurement")
     assert above.history_if_written == History(((T0 + 1, 4),), True)
-    assert above.history_if_failed.samples == ((T0, 9),)
+    assert above.history_if_failed.samples == ((T0 + 1, 9),)  # the hold, now
     below = pace(None, spec(min_r=3), view(1), rec(None), T0)
     assert below.replicas == 3
     pinned = pace(None, spec(min_r=0, max_r=0), view(2), rec(None), T0)
