@@ -61,7 +61,9 @@ def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
         assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
 
 
-def _scaler(name: str, ns: str, decisions: DecisionServer, sid: str) -> dict[str, Any]:
+def _scaler(
+    name: str, ns: str, decisions: DecisionServer, sid: str, behavior: str = "None"
+) -> dict[str, Any]:
     return {
         "apiVersion": LLMSCALER,
         "kind": "LLMScaler",
@@ -75,7 +77,7 @@ def _scaler(name: str, ns: str, decisions: DecisionServer, sid: str) -> dict[str
             "maxReplicas": 6,
             "syncPeriodSeconds": 5,
             "retryPeriodSeconds": RETRY_SECONDS,
-            "scaleDown": {"stabilizationWindowSeconds": 0, "behavior": "None"},
+            "scaleDown": {"stabilizationWindowSeconds": 0, "behavior": behavior},
         },
     }
 
@@ -87,12 +89,20 @@ def _replicas(kube: Any, ns: str, name: str) -> int:
 class Row:
     """One API-side row: a namespace with a Deployment and its scaler at 3 replicas."""
 
-    def __init__(self, kube: Any, namespace: str, decisions: DecisionServer, name: str) -> None:
+    def __init__(
+        self,
+        kube: Any,
+        namespace: str,
+        decisions: DecisionServer,
+        name: str,
+        *,
+        behavior: str = "None",
+    ) -> None:
         self.kube, self.ns, self.decisions, self.name = kube, namespace, decisions, name
         self.sid = f"{name}-{secrets.token_hex(3)}"
         decisions.set_decision(self.sid, START, namespace=namespace)
         kube.create(deployment(name, namespace))
-        kube.create(_scaler(name, namespace, decisions, self.sid))
+        kube.create(_scaler(name, namespace, decisions, self.sid, behavior))
         ok = poll(
             lambda: (
                 (condition(kube, namespace, name, "ScalingActive") or {}).get("status") == "True"

@@ -128,3 +128,65 @@ def test_frozen_leader_loses_the_lease_and_writes_nothing_after(
         a.stop()
         if b is not None:
             b.stop()
+
+
+@pytest.mark.envtest_embedded("fails the apply of spec.replicas through the fault injector")
+def test_sigkill_between_marking_victims_and_writing_replicas_leaks_no_mark(
+    envtest: Any, kube: Any, namespace: str, kubeconfig_path: str, decisions: DecisionServer
+) -> None:
+    """The manager marks the newest pod as the scale-down victim, its write of spec.replicas
+    fails, and it is SIGKILLed. A later scale-down (after a scale-up added a newer pod) must
+    remove the new victim only: the stale mark is taken off, not left to mislead the
+    ReplicaSet."""
+    from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
+
+    def pods() -> dict[str, dict[str, Any]]:
+        items = kube.list("v1", "Pod", namespace, label_selector="app=marks")["items"]
+        return {
+            p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")
+        }
+
+    def cost(pod: dict[str, Any]) -> str | None:
+        return (pod["metadata"].get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+
+    first = ManagerProcess(kubeconfig_path, "--watch-namespace", namespace).start()
+    try:
+        first.wait_ready(timeout=60)
+        row = Row(kube, namespace, decisions, "marks", behavior="CacheAware")
+        assert poll(lambda: len(pods()) == 3, 30)
+        faults = envtest.server.faults
+        faults.add_error(rf"/namespaces/{namespace}/deployments/marks$", 503, methods={"PATCH"})
+        row.decide(2)
+        marked = poll(lambda: any(cost(p) for p in pods().values()), 20)
+        stale = next((n for n, p in pods().items() if cost(p)), None)
+        first.stop(sig=signal.SIGKILL)
+    finally:
+        first.stop()
+        envtest.server.faults.clear()
+    row.decide(4)
+    second = ManagerProcess(kubeconfig_path, "--watch-namespace", namespace).start()
+    try:
+        second.wait_ready(timeout=60)
+        grew = poll(lambda: row.replicas() == 4 and len(pods()) == 4, 30)
+        newest = max(pods().values(), key=lambda p: p["metadata"]["creationTimestamp"])
+        newest_name = newest["metadata"]["name"]
+        row.decide(3)
+        shrunk = poll(lambda: row.replicas() == 3 and len(pods()) == 3, 30)
+        left = pods()
+    finally:
+        code = second.stop()
+    _record(
+        ApiOutcome(
+            "manager-sigkill-after-marks",
+            envtest.backend,
+            "SIGKILL after marking the victim, before spec.replicas is written",
+            {
+                "a_victim_was_marked": marked and stale is not None,
+                "nothing_written_meanwhile": row.replicas() == 3 and grew,
+                "new_victim_removed": shrunk and newest_name not in left,
+                "stale_mark_gone": stale in left and cost(left[stale]) is None,
+                "manager_alive": code == 0,
+            },
+            None,
+        )
+    )
