@@ -5,14 +5,15 @@ the session writes to the same target. See campaign.py for the table."""
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from llmscaler_runtime.testkit.decision_server import DecisionServer
-from test.faults.campaign import ApiOutcome, poll
-from test.faults.test_api_faults import Row, _record
+from test.faults.campaign import ApiOutcome, deployment, poll
+from test.faults.test_api_faults import Row, _record, _scaler
 from test.integration.e2e.harness import ManagerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -188,5 +189,49 @@ def test_sigkill_between_marking_victims_and_writing_replicas_leaks_no_mark(
                 "manager_alive": code == 0,
             },
             None,
+        )
+    )
+
+
+@pytest.mark.envtest_embedded("delays the initial list of LLMScalers through the fault injector")
+def test_slow_initial_list_delays_readiness_not_correctness(
+    envtest: Any, kube: Any, namespace: str, kubeconfig_path: str, decisions: DecisionServer
+) -> None:
+    """A manager starting while every list of LLMScalers takes 4 s: it reports ready only once
+    its caches have synced, and then scales as asked."""
+    sid = f"slow-list-{namespace}"
+    decisions.set_decision(sid, 4, namespace=namespace)
+    kube.create(deployment("slow-list", namespace))
+    kube.create(_scaler("slow-list", namespace, decisions, sid))
+    faults = envtest.server.faults
+    faults.add_latency(r"/llmscalers$", 4.0, methods={"GET"})
+    started = time.monotonic()
+    proc = ManagerProcess(kubeconfig_path, "--watch-namespace", namespace).start()
+    try:
+        proc.wait_ready(timeout=60)
+        ready_after = time.monotonic() - started
+        faults.clear()
+        scaled = poll(
+            lambda: (
+                kube.get("apps/v1", "Deployment", "slow-list", namespace)["spec"]["replicas"] == 4
+            ),
+            20,
+        )
+        took = time.monotonic() - started
+        alive = proc.proc is not None and proc.proc.poll() is None
+    finally:
+        faults.clear()
+        code = proc.stop()
+    _record(
+        ApiOutcome(
+            "slow-initial-list",
+            envtest.backend,
+            "every list of LLMScalers takes 4 s while the manager starts",
+            {
+                "ready_only_after_the_list": ready_after >= 4.0,
+                "scaled_once_synced": scaled,
+                "manager_alive": alive and code == 0,
+            },
+            took if scaled else None,
         )
     )
