@@ -36,6 +36,7 @@ from typing import Any
 import attrs
 
 from test.faults import sources as f
+from test.integration.e2e.conftest import deployment as e2e_deployment
 from test.integration.e2e.harness import PeriodicSampler
 
 LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
@@ -363,20 +364,8 @@ def scaler_spec(row: Row, ns: str, address: str) -> dict[str, Any]:
 
 
 def deployment(name: str, ns: str) -> dict[str, Any]:
-    labels = {"app": name, CAMPAIGN_LABEL: "yes"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "replicas": START_REPLICAS,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest"}]},
-            },
-        },
-    }
+    """The e2e suite's Deployment at START_REPLICAS, labelled for the campaign's sampler."""
+    return e2e_deployment(name, ns, START_REPLICAS, **{CAMPAIGN_LABEL: "yes"})
 
 
 class Sampler(PeriodicSampler):

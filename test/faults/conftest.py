@@ -15,25 +15,15 @@ from test.faults.campaign import (
     counts,
     write_results,
 )
-from test.integration.e2e.harness import ManagerProcess
+from test.integration.e2e.harness import ManagerProcess, running_manager
 
 
 @pytest.fixture(scope="module")
 def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
     """The real manager binary, watching every namespace, with a 1 s metrics timeout."""
-    proc = ManagerProcess(
-        kubeconfig_path,
-        "--max-concurrent-reconciles",
-        "8",
-        "--metrics-timeout",
-        str(METRICS_TIMEOUT),
-    ).start()
-    try:
-        proc.wait_ready(timeout=60)
+    args = ("--max-concurrent-reconciles", "8", "--metrics-timeout", str(METRICS_TIMEOUT))
+    with running_manager(kubeconfig_path, *args) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

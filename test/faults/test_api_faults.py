@@ -27,7 +27,7 @@ from test.faults.campaign import (
     failure_events,
     poll,
 )
-from test.integration.e2e.harness import ManagerProcess
+from test.integration.e2e.harness import ManagerProcess, running_manager
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -52,13 +52,8 @@ def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
     """A fresh manager per row: a reflector's backoff grows with failures and resets only
     after two minutes without one (as client-go's), so one row's API faults must not slow the
     next row's recovery."""
-    proc = ManagerProcess(kubeconfig_path, "--max-concurrent-reconciles", "4").start()
-    try:
-        proc.wait_ready(timeout=60)
+    with running_manager(kubeconfig_path, "--max-concurrent-reconciles", "4") as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
 
 
 def _scaler(

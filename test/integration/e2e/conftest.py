@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from test.integration.e2e.harness import ManagerProcess
+from test.integration.e2e.harness import ManagerProcess, running_manager
 
 LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
 
@@ -15,13 +15,8 @@ LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
 @pytest.fixture(scope="module")
 def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
     """The real manager binary watching every namespace of the embedded cluster."""
-    proc = ManagerProcess(kubeconfig_path, "--max-concurrent-reconciles", "4").start()
-    try:
-        proc.wait_ready(timeout=60)
+    with running_manager(kubeconfig_path, "--max-concurrent-reconciles", "4") as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
 
 
 def deployment(name: str, namespace: str, replicas: int, **labels: str) -> dict[str, Any]:

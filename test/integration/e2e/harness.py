@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,7 +11,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Self, TypeVar
 
@@ -159,3 +160,15 @@ class ManagerProcess:
                 self.proc.wait(timeout=10)
         self._log.close()
         return int(self.proc.returncode)
+
+
+@contextlib.contextmanager
+def running_manager(kubeconfig: str, *args: str) -> Iterator[ManagerProcess]:
+    """A started, ready manager for a fixture; stopped at the end, where it must exit 0."""
+    proc = ManagerProcess(kubeconfig, *args).start()
+    try:
+        proc.wait_ready(timeout=60)
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"manager did not exit cleanly on SIGTERM ({code}):\n{proc.logs()}"
