@@ -209,9 +209,20 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     try:
         yield name
     finally:
-        from llmscaler_runtime.kube import NotFound
+        import time
 
-        try:
-            kube.delete("v1", "Namespace", name, propagation_policy="Background")
-        except NotFound:
-            pass
+        from llmscaler_runtime.kube import NotFound, ServerTimeout, TransportError
+
+        # Best effort, but patient: a test that restarted etcd or kube-apiserver may leave the
+        # API timing out for a while, and cleanup must not turn that into an error of its own.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                kube.delete("v1", "Namespace", name, propagation_policy="Background")
+                break
+            except NotFound:
+                break
+            except (ServerTimeout, TransportError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
