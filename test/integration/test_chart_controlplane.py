@@ -40,7 +40,7 @@ from llmscaler_runtime.scaling.victims import VICTIM_COST
 from llmscaler_runtime.testkit.decision_server import DecisionServer
 from test.integration.e2e.conftest import LLMSCALER, decided_scaler, deployment, scaler
 from test.integration.e2e.harness import ManagerProcess, wait_for
-from test.unit.ship.helm import Helm, find_helm
+from test.unit.ship.helm import Helm, helm_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.helm, pytest.mark.timeout(900)]
 
@@ -116,14 +116,7 @@ MUST_NOT = [
 
 @pytest.fixture(scope="module")
 def helm() -> Iterator[Helm]:
-    try:
-        runner = find_helm()
-    except MissingBinaries as exc:
-        pytest.skip(str(exc))
-    try:
-        yield runner
-    finally:
-        runner.close()
+    yield from helm_or_skip()
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import FieldError
 from .registry import ResourceType
+from .schema import OBJECT_META_FIELDS
 
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -415,25 +416,6 @@ def _validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
-_META_FIELDS = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
 _WORKLOAD_COMMON = {"replicas", "selector", "template", "minReadySeconds"}
 # Known fields per (group, kind): top level, then spec (None = not checked).
 _KNOWN: dict[tuple[str, str], tuple[frozenset[str], frozenset[str] | None]] = {
@@ -509,7 +491,7 @@ def drop_unknown_builtin_fields(rt: ResourceType, obj: dict[str, Any]) -> list[s
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         for key in list(meta):
-            if key not in _META_FIELDS:
+            if key not in OBJECT_META_FIELDS:
                 unknown.append(f"metadata.{key}")
                 del meta[key]
     spec = obj.get("spec")

@@ -10,16 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from .helm import Helm, MissingBinaries, find_helm
+from .helm import Helm, helm_or_skip
 
 
 @pytest.fixture(scope="session")
 def helm() -> Iterator[Helm]:
-    try:
-        runner = find_helm()
-    except MissingBinaries as exc:
-        pytest.skip(str(exc))
-    try:
-        yield runner
-    finally:
-        runner.close()
+    yield from helm_or_skip()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +96,17 @@ class Helm:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def helm_or_skip() -> Iterator[Helm]:
+    """The body of every ``helm`` fixture: the runner, or a skip with the one-line reason."""
+    import pytest
+
+    try:
+        runner = find_helm()
+    except MissingBinaries as exc:
+        pytest.skip(str(exc))
+    try:
+        yield runner
+    finally:
+        runner.close()
