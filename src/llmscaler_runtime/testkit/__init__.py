@@ -4,9 +4,11 @@
 - :class:`PrometheusServer` runs the real ``prometheus`` binary scraping such endpoints.
 - :class:`DecisionServer` fakes the Custom provider's decision server, failure modes included.
 - :class:`PromqlLiteServer` is the demo's fallback query endpoint when Prometheus is absent.
+- :class:`FakeClock` is the one fake of the runtime's :class:`~llmscaler_runtime.clock.Clock`.
 - ``llmscaler_runtime.testkit.pytest_plugin`` exposes them as pytest fixtures.
 """
 
+from llmscaler_runtime.testkit.clock import FakeClock
 from llmscaler_runtime.testkit.decision_server import (
     API_VERSION,
     DecisionServer,
@@ -26,6 +28,7 @@ __all__ = [
     "DecisionServer",
     "Evaluator",
     "FailureMode",
+    "FakeClock",
     "PodMetrics",
     "PrometheusError",
     "PrometheusServer",
