@@ -18,12 +18,13 @@ import pytest
 import yaml
 
 from llmscaler_manager.cli import build_parser
+from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 CRD = ROOT / "config" / "crd" / "bases" / "autoscaling.modelsphere.dev_llmscalers.yaml"
-RECONCILER = ROOT / "src" / "llmscaler_runtime" / "scaling" / "reconciler.py"
+SCALING = ROOT / "src" / "llmscaler_runtime" / "scaling"
 STATUS = ROOT / "src" / "llmscaler_runtime" / "scaling" / "status.py"
 
 MERMAID_KINDS = ("flowchart", "graph", "sequenceDiagram", "stateDiagram", "stateDiagram-v2")
@@ -202,42 +203,29 @@ def test_cel_rule_messages_are_quoted() -> None:
 # -- conditions and events ---------------------------------------------------------------------
 
 
-def _string_args(call: ast.Call, index: int, assigned: dict[str, set[str]]) -> set[str]:
-    if len(call.args) <= index:
-        return set()
-    arg = call.args[index]
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return {arg.value}
-    if isinstance(arg, ast.Name):
-        return assigned.get(arg.id, set())
-    return set()
-
-
 def _source_reasons() -> tuple[set[str], set[str]]:
-    """(condition reasons, event reasons) the reconciler can actually produce."""
-    tree = ast.parse(RECONCILER.read_text(encoding="utf-8"))
-    assigned: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    values = {
-                        v.value
-                        for v in (node.value.body, node.value.orelse)
-                        if isinstance(v, ast.Constant) and isinstance(v.value, str)
-                    }
-                    assigned.setdefault(target.id, set()).update(values)
-    conditions: set[str] = set()
-    events: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+    """(condition reasons, event reasons) the pipeline can actually produce.
+
+    The reasons are the members of ``scaling.reasons``; each must also be used by the scaling
+    code (an unused member would be documented but never seen)."""
+    used: dict[str, set[str]] = {"condition": set(), "event": set()}
+    aliases = {"R": "condition", "ConditionReason": "condition", "EventReason": "event"}
+    for path in SCALING.glob("*.py"):
+        if path.name == "reasons.py":
             continue
-        func = node.func
-        if isinstance(func, ast.Name) and func.id == "_cond":
-            conditions |= _string_args(node, 2, assigned)
-        elif isinstance(func, ast.Attribute) and func.attr == "_event":
-            events |= _string_args(node, 2, assigned)
-    return conditions, events
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.isupper()
+            ):
+                used[aliases[node.value.id]].add(node.attr)
+    conditions = {m.name for m in ConditionReason}
+    events = {m.name for m in EventReason}
+    assert conditions <= used["condition"], f"unused: {sorted(conditions - used['condition'])}"
+    assert events <= used["event"], f"unused: {sorted(events - used['event'])}"
+    return {m.value for m in ConditionReason}, {m.value for m in EventReason}
 
 
 def _condition_types() -> set[str]:

@@ -12,7 +12,8 @@ from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps, default_steps
+from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
+from llmscaler_runtime.scaling.steps import Steps, default_steps
 from llmscaler_runtime.scaling.write import FIELD_MANAGER
 
 __all__ = ["CONTROLLER_NAME", "EVENT_COMPONENT", "setup"]

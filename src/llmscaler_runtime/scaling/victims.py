@@ -18,27 +18,39 @@ annotation load the API server).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, ScaleDownBehavior
+from llmscaler_runtime.kube.errors import ApiError
+from llmscaler_runtime.log import get_logger
+from llmscaler_runtime.scaling.ports import ScalerClient
+from llmscaler_runtime.scaling.providers.base import CostSource, MetricError
 from llmscaler_runtime.scaling.types import (
     DELETION_COST_ANNOTATION,
     INT32_MAX,
     INT32_MIN,
+    Plan,
     PodCost,
     PodInfo,
+    TargetView,
 )
 
 __all__ = [
+    "NO_VICTIMS",
     "VICTIM_COST",
     "CacheAwareVictimSelector",
+    "VictimPlan",
     "VictimSelector",
     "cost_from_value",
+    "plan_victims",
     "pods_from_objects",
     "selector_string",
 ]
+
+_log = get_logger("llmscaler.scaling")
 
 VICTIM_COST = INT32_MIN
 """The cost put on the pods chosen for removal without per-pod costs: the lowest there is."""
@@ -137,3 +149,79 @@ class CacheAwareVictimSelector:
                 continue
             changes.append(PodCost(pod.name, want))
         return tuple(changes)
+
+
+@attrs.frozen
+class VictimPlan:
+    """The deletion-cost changes to write before a scale-down, and what went wrong on the way.
+
+    ``cost_error`` says why ``deletionCostQuery`` could not be used (the reconciler records it
+    as a Warning Event); the plan then falls back to newest-first.
+    """
+
+    changes: tuple[PodCost, ...] = ()
+    cost_error: str | None = None
+
+
+NO_VICTIMS = VictimPlan()
+
+
+def plan_victims(
+    scaler: LLMScaler,
+    target: TargetView,
+    plan: Plan,
+    *,
+    client: ScalerClient,
+    selector: VictimSelector,
+    cost_source: CostSource | None,
+    time_left: Callable[[], float],
+    asked: LLMScaler,
+) -> VictimPlan:
+    """Deletion-cost changes for a Deployment scale-down under CacheAware; else none.
+
+    Pods are listed straight from the API (a cached list may miss a pod that just started and
+    would then keep a stale cost). ``time_left`` is what remains of this sync's period: the
+    metric fetch may have spent most of it on retries, and the cost query gets only the rest,
+    so one sync never runs into the next. ``asked`` is the scaler as the providers see it.
+    """
+    spec = scaler.spec
+    if (
+        not plan.scale_down
+        or plan.replicas == 0  # every pod goes: ranking them would only cost writes
+        or target.kind != "Deployment"
+        or target.group != "apps"
+        or spec.scale_down.behavior != ScaleDownBehavior.CACHE_AWARE
+        or target.selector is None
+    ):
+        return NO_VICTIMS
+    try:
+        labels = selector_string(target.selector)
+        items, _ = client.list_all("v1", "Pod", scaler.namespace, label_selector=labels)
+    except (ApiError, ValueError) as exc:
+        _log.warning("cannot list the target's pods; scaling without hints", error=str(exc))
+        return NO_VICTIMS
+    pods = pods_from_objects(items)
+    costs: Mapping[str, int] | None = None
+    cost_error: str | None = None
+    query = spec.scale_down.deletion_cost_query
+    if query and spec.metric_provider == MetricProvider.CUSTOM:
+        _log.info("deletionCostQuery ignored under the Custom provider", scaler=scaler.key)
+    elif query and cost_source is not None:
+        left = time_left()
+        try:
+            if left <= 0:
+                raise MetricError("no time left in this sync period after the metric fetch")
+            costs = cost_source.pod_costs(asked, left)
+        except MetricError as exc:
+            cost_error = f"deletionCostQuery failed ({exc}); removing the newest pods first instead"
+    remove = plan.current - plan.replicas
+    changes = selector.select(pods, remove, costs)
+    _log.info(
+        "victim selection",
+        scaler=scaler.key,
+        remove=remove,
+        pods=len(pods),
+        source="deletionCostQuery" if costs is not None else "newest-first",
+        changes={c.pod: c.cost for c in changes},
+    )
+    return VictimPlan(changes, cost_error)

@@ -138,9 +138,18 @@ class FakeCache:
             if av == api_version and k == kind and (namespace is None or ns == namespace)
         ]
 
+    def by_index(
+        self, api_version: str, kind: str, index_name: str, value: str
+    ) -> list[dict[str, Any]]:
+        """No index is wired in the fake: the reconciler falls back to a namespace list."""
+        raise KeyError(index_name)
+
 
 class FakeClient:
     """The reconciler's direct API calls against a FakeCluster."""
+
+    #: no RESTMapper: every kind is treated as served (tests of unserved kinds set one)
+    mapper: Any = None
 
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster

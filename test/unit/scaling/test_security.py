@@ -18,6 +18,7 @@ from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND, HeaderSource, LLMS
 from llmscaler_runtime.api.v1alpha1.types import HeaderValueSource, SecretKeySelector
 from llmscaler_runtime.controller.types import Request, Result
 from llmscaler_runtime.kube.errors import Forbidden, NotFound
+from llmscaler_runtime.scaling import reconciler as reconciler_module
 from llmscaler_runtime.scaling.addresses import (
     AddressNotAllowed,
     AddressPolicy,
@@ -461,15 +462,15 @@ def test_scalers_without_secret_headers_skip_the_request_checks(
     w.add("s", serverHeaders={"Authorization": "Bearer plain"})
 
     def entered(*_a: Any) -> LLMScaler:
-        raise AssertionError("_requestable ran for a scaler that needs none of it")
+        raise AssertionError("requestable ran for a scaler that needs none of it")
 
-    monkeypatch.setattr(w.reconciler, "_requestable", entered)
+    monkeypatch.setattr(reconciler_module, "requestable", entered)
     seen: list[LLMScaler] = []
     original = w.fetcher.fetch
     w.fetcher.fetch = lambda scaler, budget: seen.append(scaler) or original(scaler, budget)  # type: ignore[method-assign,func-returns-value]
     for _ in range(3):
         w.sync()
-    assert seen[-1] is w.reconciler._parsed["uid-s"][1]
+    assert seen[-1] is w.reconciler.memory._parsed["uid-s"][1]
 
 
 def test_the_effective_scaler_is_reused_while_nothing_changes() -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
 from llmscaler_runtime.scaling.types import INT32_MAX, INT32_MIN, PodCost, PodInfo
 from llmscaler_runtime.scaling.victims import (
+    NO_VICTIMS,
     VICTIM_COST,
     CacheAwareVictimSelector,
+    VictimPlan,
     cost_from_value,
+    plan_victims,
     pods_from_objects,
     selector_string,
 )
@@ -108,3 +112,78 @@ def test_empty_or_bad_selector_is_refused() -> None:
         selector_string({})
     with pytest.raises(ValueError):
         selector_string({"matchExpressions": [{"key": "k", "operator": "Near"}]})
+
+
+# -- plan_victims: which pods are ranked, and with what ----------------------------------------
+
+
+def _plan_for(
+    *, current: int, replicas: int, behavior: str = "CacheAware", query: str | None = None
+) -> tuple[Any, ...]:
+    from llmscaler_runtime.api.v1alpha1 import LLMScaler
+    from llmscaler_runtime.scaling.target import target_view
+    from llmscaler_runtime.scaling.types import History, Plan
+
+    from .fakes import FakeClient, FakeCluster, deployment, scaler_obj
+
+    cluster = FakeCluster()
+    for name, created in (("p1", "2026-01-01T00:00:01Z"), ("p2", "2026-01-01T00:00:02Z")):
+        cluster.put(pod(name, created))
+    scaler = LLMScaler.from_dict(scaler_obj(behavior=behavior, deletion_cost_query=query))
+    plan = Plan(current, replicas, replicas, None, History(), History())
+    return scaler, target_view(deployment(replicas=current)), plan, FakeClient(cluster)
+
+
+def test_plan_victims_marks_the_newest_pod_for_a_cache_aware_scale_down() -> None:
+    scaler, target, plan, client = _plan_for(current=2, replicas=1)
+    got = plan_victims(
+        scaler,
+        target,
+        plan,
+        client=client,
+        selector=CacheAwareVictimSelector(),
+        cost_source=None,
+        time_left=lambda: 10.0,
+        asked=scaler,
+    )
+    assert got == VictimPlan((PodCost("p2", VICTIM_COST),))
+
+
+def test_plan_victims_ranks_nothing_for_scale_up_behavior_none_or_zero() -> None:
+    for kw in (
+        {"current": 1, "replicas": 2},
+        {"current": 2, "replicas": 1, "behavior": "None"},
+        {"current": 2, "replicas": 0},
+    ):
+        scaler, target, plan, client = _plan_for(**kw)  # type: ignore[arg-type]
+        got = plan_victims(
+            scaler,
+            target,
+            plan,
+            client=client,
+            selector=CacheAwareVictimSelector(),
+            cost_source=None,
+            time_left=lambda: 10.0,
+            asked=scaler,
+        )
+        assert got is NO_VICTIMS, kw
+
+
+def test_plan_victims_falls_back_to_newest_first_when_no_time_is_left_for_costs() -> None:
+    class Costs:
+        def pod_costs(self, scaler: Any, budget: float) -> dict[str, int]:
+            raise AssertionError("asked with no budget left")
+
+    scaler, target, plan, client = _plan_for(current=2, replicas=1, query="cost_q")
+    got = plan_victims(
+        scaler,
+        target,
+        plan,
+        client=client,
+        selector=CacheAwareVictimSelector(),
+        cost_source=Costs(),
+        time_left=lambda: 0.0,
+        asked=scaler,
+    )
+    assert got.changes == (PodCost("p2", VICTIM_COST),)
+    assert got.cost_error is not None and "no time left" in got.cost_error

@@ -1,0 +1,232 @@
+"""The wording of every condition a sync writes: pure functions from the sync's values.
+
+Each function turns what one step found (the target, the plan, the measurement, the
+recommendation) into :class:`~.status.ConditionDraft` values; ``status.build_status`` then
+merges them into the status, keeping transition times. Kept apart from the reconciler so the
+orchestration reads as steps, and so the wording — which is what a person sees in ``kubectl
+describe`` — is tested directly, one function at a time, without a cluster fixture.
+
+Messages say what happened and what to do about it, as HPA's conditions do.
+"""
+
+from __future__ import annotations
+
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
+from llmscaler_runtime.scaling.reasons import ConditionReason
+from llmscaler_runtime.scaling.status import (
+    ABLE_TO_SCALE,
+    PREEMPTION,
+    READY,
+    SCALING_ACTIVE,
+    SCALING_LIMITED,
+    ConditionDraft,
+)
+from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
+
+R = ConditionReason  # the wording below reads better with the short name
+
+__all__ = [
+    "able",
+    "active",
+    "blocked",
+    "cond",
+    "failed_rescale",
+    "held_for_signal",
+    "holding",
+    "invalid_spec",
+    "limited",
+    "measurement_failure_reason",
+    "preemption",
+    "ready",
+    "rollout_in_progress",
+    "sync_failed",
+]
+
+
+def cond(type_: str, ok: bool | None, reason: ConditionReason, message: str) -> ConditionDraft:
+    """One draft; ``ok=None`` is status Unknown."""
+    return ConditionDraft(type_, ok, reason, message)
+
+
+def measurement_failure_reason(spec: LLMScalerSpec) -> ConditionReason:
+    """The reason used when the signal could not be read: it names the provider's kind."""
+    custom = spec.metric_provider == MetricProvider.CUSTOM
+    return R.FAILED_GET_DECISION if custom else R.FAILED_GET_METRICS
+
+
+def ready() -> ConditionDraft:
+    """Ready=True: the sync measured and scaled (or had nothing to change)."""
+    return cond(READY, True, R.SCALING, "The scaler is measuring and scaling its target.")
+
+
+def holding(target: TargetView, why: str) -> ConditionDraft:
+    """AbleToScale=True, holding the current size until ``why`` is resolved."""
+    return cond(
+        ABLE_TO_SCALE, True, R.HOLDING_REPLICAS, f"Holding {target.spec_replicas} replicas {why}."
+    )
+
+
+def blocked(
+    reason: ConditionReason, message: str, *, able: bool = False, hold: TargetView | None = None
+) -> tuple[ConditionDraft, ...]:
+    """A sync that stopped before measuring: the blocking condition and Ready=False.
+
+    ``able=True`` reports the problem on AbleToScale (the target itself is the problem), else on
+    ScalingActive (the signal or the right to write is); ``hold`` adds AbleToScale=True
+    "holding" for a target that was read and is left as it is.
+    """
+    head = [holding(hold, "until the metric source can be asked")] if hold is not None else []
+    kind = ABLE_TO_SCALE if able else SCALING_ACTIVE
+    return (*head, cond(kind, False, reason, message), cond(READY, False, reason, message))
+
+
+def rollout_in_progress(target: TargetView, reason: str) -> tuple[ConditionDraft, ...]:
+    """The rollout guard deferred scaling (this is not a failure: Ready stays True)."""
+    return (
+        cond(
+            ABLE_TO_SCALE,
+            False,
+            R.ROLLOUT_IN_PROGRESS,
+            f"Scaling waits for the rollout of {target.kind} {target.name} to finish: {reason}.",
+        ),
+        cond(READY, True, R.ROLLOUT_IN_PROGRESS, "Waiting for the rollout to settle."),
+    )
+
+
+def held_for_signal(
+    spec: LLMScalerSpec,
+    target: TargetView,
+    plan: Plan,
+    measurement: Measurement,
+    recommendation: Recommendation,
+    scaled: bool,
+) -> tuple[ConditionDraft, ...]:
+    """Nothing could be measured: the fleet is held (within the bounds)."""
+    reason = measurement_failure_reason(spec)
+    detail = "; ".join(measurement.errors) or recommendation.reason
+    what = (
+        f"Set {target.kind} {target.name} to {plan.replicas} replicas to respect the "
+        f"bounds [{spec.min_replicas}, {spec.max_replicas}], then holding there"
+        if scaled
+        else f"Holding {target.spec_replicas} replicas"
+    )
+    return (
+        cond(ABLE_TO_SCALE, True, R.HOLDING_REPLICAS, f"{what} until the signal can be read."),
+        cond(
+            SCALING_ACTIVE, False, reason, f"No usable signal from {spec.server_address}: {detail}"
+        ),
+        cond(READY, False, reason, f"The last sync could not measure: {detail}"),
+    )
+
+
+def able(target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:
+    """AbleToScale after a measured sync: what was written, or what holds the next step."""
+    if scaled:
+        extra = f" (step capped; heading to {plan.desired})" if plan.held_by == "step-cap" else ""
+        return cond(
+            ABLE_TO_SCALE,
+            True,
+            R.SUCCEEDED_RESCALE,
+            f"Set {target.kind} {target.name} to {plan.replicas} replicas{extra}.",
+        )
+    if plan.held_by == "settle":
+        return cond(
+            ABLE_TO_SCALE,
+            True,
+            R.WAITING_FOR_FLEET_TO_SETTLE,
+            f"Next scale-down step waits until all {target.spec_replicas} replicas are "
+            f"ready and none is terminating (ready {target.ready_replicas}, terminating "
+            f"{target.terminating_replicas or 0}).",
+        )
+    if plan.held_by == "stabilization":
+        return cond(
+            ABLE_TO_SCALE,
+            True,
+            R.SCALE_DOWN_STABILIZED,
+            f"Holding at {plan.desired} replicas: a higher recommendation was seen within "
+            "the scale-down stabilization window.",
+        )
+    matches = "The recommendation matches the target."
+    return cond(ABLE_TO_SCALE, True, R.READY_FOR_NEW_SCALE, matches)
+
+
+def active(spec: LLMScalerSpec, measurement: Measurement) -> ConditionDraft:
+    """ScalingActive after a measured sync: which signal drove it, and what was skipped."""
+    if spec.metric_provider == MetricProvider.CUSTOM:
+        return cond(
+            SCALING_ACTIVE,
+            True,
+            R.VALID_DECISION_FOUND,
+            f"The decision server asked for {measurement.decision} replicas.",
+        )
+    skipped = [r for r in measurement.readings if r.value is None]
+    if skipped:
+        names = ", ".join(r.name for r in skipped)
+        return cond(
+            SCALING_ACTIVE,
+            True,
+            R.SOME_METRICS_SKIPPED,
+            f"Scaling on the remaining metrics; skipped: {names} (see events).",
+        )
+    return cond(SCALING_ACTIVE, True, R.VALID_METRIC_FOUND, "Every metric returned a usable value.")
+
+
+def limited(spec: LLMScalerSpec, rec: Recommendation) -> ConditionDraft:
+    """ScalingLimited: whether a bound cut the recommendation, and which."""
+    if rec.limited == R.TOO_MANY_REPLICAS:
+        return cond(
+            SCALING_LIMITED,
+            True,
+            R.TOO_MANY_REPLICAS,
+            f"The signal asks for more than maxReplicas ({spec.max_replicas}); raise "
+            "maxReplicas if the fleet is overloaded.",
+        )
+    if rec.limited == R.TOO_FEW_REPLICAS:
+        return cond(
+            SCALING_LIMITED,
+            True,
+            R.TOO_FEW_REPLICAS,
+            f"The signal asks for fewer than minReplicas ({spec.min_replicas}); lower "
+            "minReplicas (0 allows scale to zero) if the fleet should shrink further.",
+        )
+    return cond(
+        SCALING_LIMITED,
+        False,
+        R.DESIRED_WITHIN_RANGE,
+        f"The recommendation is within [{spec.min_replicas}, {spec.max_replicas}].",
+    )
+
+
+def failed_rescale(message: str) -> tuple[ConditionDraft, ...]:
+    """The replica write failed: the sync retries at the retry period."""
+    return (
+        cond(ABLE_TO_SCALE, False, R.FAILED_UPDATE_SCALE, message + "; retrying."),
+        cond(READY, False, R.FAILED_UPDATE_SCALE, message),
+    )
+
+
+def sync_failed(error: BaseException) -> tuple[ConditionDraft, ...]:
+    """A bug ended the sync; the scaler retries rather than sit in exponential backoff."""
+    return (cond(READY, False, R.SYNC_FAILED, f"The last sync failed: {error}; retrying."),)
+
+
+def invalid_spec(message: str) -> tuple[ConditionDraft, ...]:
+    """The spec does not parse; nothing is measured or written until it is fixed."""
+    return (
+        cond(SCALING_ACTIVE, False, R.INVALID_SPEC, message),
+        cond(READY, False, R.INVALID_SPEC, message),
+    )
+
+
+def preemption(scaler: LLMScaler) -> tuple[ConditionDraft, ...]:
+    """The Preemption condition, present exactly while ``spec.preemption`` is set."""
+    if scaler.spec.preemption is None:
+        return ()
+    return (
+        cond(
+            PREEMPTION,
+            False,
+            R.NOT_IMPLEMENTED,
+            "spec.preemption is accepted but not implemented: it has no effect on scaling.",
+        ),
+    )

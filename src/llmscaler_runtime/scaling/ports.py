@@ -1,0 +1,145 @@
+"""What the scaling pipeline needs from the world, as protocols and nothing else.
+
+The reconciler and its steps see Kubernetes only through these ports, so a library user can
+run the pipeline on fakes (the unit tests), on a virtual cluster (the what-if simulator) or on
+the real manager (``scaling.setup``) without the pipeline knowing which. Every member the
+pipeline uses is declared here: nothing is probed with ``getattr``, so ``mypy --strict`` checks
+each implementation against the same contract.
+
+The real implementations are ``kube.Client`` (:class:`ScalerClient`), ``cache.InformerCache``
+(:class:`ScalerCache`) and ``events.EventRecorder`` (:class:`EventSink`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "Clock",
+    "EventSink",
+    "EventType",
+    "ResourceMapper",
+    "ScalerCache",
+    "ScalerClient",
+    "SystemClock",
+]
+
+EventType = Literal["Normal", "Warning"]
+
+
+class Clock(Protocol):
+    """The reconciler's two clocks, injected so timing rules test without sleeping.
+
+    ``now`` is wall-clock seconds since the epoch: for timestamps and the sync grid, which all
+    scalers (and all managers) must agree on. ``monotonic`` is for every interval: the
+    stabilization window's history and a sync's time budget. A wall clock that steps (NTP, a
+    VM resumed) must neither expire a window early, and so scale down too soon, nor freeze it.
+    """
+
+    def now(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ScalerCache(Protocol):
+    """The reads the reconciler makes from the informer cache (objects are shared: read only)."""
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, Any] | None = None,
+    ) -> builtins.list[dict[str, Any]]: ...
+
+    def by_index(
+        self, api_version: str, kind: str, index_name: str, value: str
+    ) -> builtins.list[dict[str, Any]]:
+        """Objects whose index ``index_name`` yields ``value``; ``KeyError`` when the cache
+        was wired without that index (the reconciler then lists the namespace instead)."""
+        ...
+
+
+class ResourceMapper(Protocol):
+    """Kind -> resource lookup; raises ``LookupError`` for a kind the server does not serve."""
+
+    def resource_for(self, api_version: str, kind: str) -> object: ...
+
+
+class ScalerClient(Protocol):
+    """The direct API calls the reconciler makes (a subset of ``kube.Client``)."""
+
+    @property
+    def mapper(self) -> ResourceMapper | None:
+        """The RESTMapper, so an unknown target kind is found before the cache is asked for
+        it (which would start an informer that can never sync); None skips that check."""
+        ...
+
+    def get(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def list_all(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = 500,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+    ) -> tuple[builtins.list[dict[str, Any]], str]: ...
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: Literal["merge", "strategic", "json"] = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class EventSink(Protocol):
+    """Where Kubernetes Events go (``events.EventRecorder`` aggregates repeats)."""
+
+    def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None: ...
