@@ -173,7 +173,7 @@ def active(spec: LLMScalerSpec, measurement: Measurement) -> ConditionDraft:
 
 def limited(spec: LLMScalerSpec, rec: Recommendation) -> ConditionDraft:
     """ScalingLimited: whether a bound cut the recommendation, and which."""
-    if rec.limited == R.TOO_MANY_REPLICAS:
+    if rec.limited == "TooManyReplicas":
         return cond(
             SCALING_LIMITED,
             True,
@@ -181,7 +181,7 @@ def limited(spec: LLMScalerSpec, rec: Recommendation) -> ConditionDraft:
             f"The signal asks for more than maxReplicas ({spec.max_replicas}); raise "
             "maxReplicas if the fleet is overloaded.",
         )
-    if rec.limited == R.TOO_FEW_REPLICAS:
+    if rec.limited == "TooFewReplicas":
         return cond(
             SCALING_LIMITED,
             True,

@@ -33,7 +33,7 @@ import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
 from llmscaler_runtime.scaling.recommend import clamp
-from llmscaler_runtime.scaling.types import History, Plan, Recommendation, TargetView
+from llmscaler_runtime.scaling.types import HeldBy, History, Plan, Recommendation, TargetView
 
 __all__ = ["HistoryStore", "Pacer", "ScaleDownPacer", "is_settled"]
 
@@ -104,7 +104,7 @@ class ScaleDownPacer:
             desired = min(current, window_max)
         desired, _ = clamp(desired, spec)
 
-        held_by: str | None = "stabilization" if rec < desired else None
+        held_by: HeldBy | None = "stabilization" if rec < desired else None
         replicas = desired
         if desired < current:
             if stepping:

@@ -7,27 +7,35 @@ pipeline uses is declared here: nothing is probed with ``getattr``, so ``mypy --
 each implementation against the same contract.
 
 The real implementations are ``kube.Client`` (:class:`ScalerClient`), ``cache.InformerCache``
-(:class:`ScalerCache`) and ``events.EventRecorder`` (:class:`EventSink`).
+(:class:`ScalerCache`), ``events.EventRecorder`` (:class:`EventSink`) and
+``manager.Manager`` (:class:`ScalerManager`).
 """
 
 from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from llmscaler_runtime.controller.builder import InformerSource, ManagerLike
 
 __all__ = [
     "Clock",
     "EventSink",
     "EventType",
+    "IndexFunc",
+    "IndexedScalerCache",
+    "ManagerCache",
     "ResourceMapper",
     "ScalerCache",
     "ScalerClient",
+    "ScalerManager",
     "SystemClock",
 ]
 
 EventType = Literal["Normal", "Warning"]
+IndexFunc = Callable[[dict[str, Any]], list[str]]
 
 
 class Clock(Protocol):
@@ -143,3 +151,51 @@ class EventSink(Protocol):
     """Where Kubernetes Events go (``events.EventRecorder`` aggregates repeats)."""
 
     def event(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None: ...
+
+
+class IndexedScalerCache(ScalerCache, Protocol):
+    """A cache that also takes secondary indexes (``setup`` adds the target index)."""
+
+    def add_indexers(
+        self, api_version: str, kind: str, indexers: Mapping[str, IndexFunc]
+    ) -> None: ...
+
+
+class ManagerCache(IndexedScalerCache, InformerSource, Protocol):
+    """The manager's cache: the reconciler's reads, indexes, and informers for the watches."""
+
+
+class ScalerManager(ManagerLike, Protocol):
+    """The part of ``manager.Manager`` that :func:`scaling.setup` wires the reconciler into
+    (``ManagerLike`` adds what ``controller.Builder`` needs: ``add`` and the informers)."""
+
+    @property
+    def client(self) -> ScalerClient: ...
+
+    @property
+    def cache(self) -> ManagerCache: ...
+
+    def event_recorder(self, component: str) -> EventSink: ...
+
+    def is_leader(self) -> bool:
+        """False while another replica holds the lease; True without leader election."""
+        ...
+
+
+if TYPE_CHECKING:  # the real implementations satisfy the ports (checked by mypy, never run)
+    from llmscaler_runtime.cache import InformerCache
+    from llmscaler_runtime.events import EventRecorder
+    from llmscaler_runtime.kube import Client
+    from llmscaler_runtime.manager import Manager
+
+    def _client(c: Client) -> ScalerClient:
+        return c
+
+    def _cache(c: InformerCache) -> ManagerCache:
+        return c
+
+    def _events(e: EventRecorder) -> EventSink:
+        return e
+
+    def _manager(m: Manager) -> ScalerManager:
+        return m

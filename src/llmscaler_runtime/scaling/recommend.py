@@ -18,6 +18,7 @@ import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, MetricProvider
 from llmscaler_runtime.scaling.types import (
+    Limit,
     Measurement,
     MetricRecommendation,
     Recommendation,
@@ -74,7 +75,7 @@ def ratio_replicas(baseline: int, value: float, target: float) -> int:
     return max(0, math.ceil(raw - _EPSILON * max(1.0, raw)))
 
 
-def clamp(replicas: int, spec: LLMScalerSpec) -> tuple[int, str | None]:
+def clamp(replicas: int, spec: LLMScalerSpec) -> tuple[int, Limit | None]:
     """Clamp to [minReplicas, maxReplicas]; also say which bound applied, if any."""
     if replicas > spec.max_replicas:
         return spec.max_replicas, "TooManyReplicas"

@@ -25,8 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from llmscaler_runtime.api.v1alpha1 import (
     API_VERSION,
     KIND,
@@ -60,7 +58,6 @@ from llmscaler_runtime.scaling.status import PREEMPTION, ConditionDraft, build_s
 from llmscaler_runtime.scaling.steps import Steps, default_steps
 from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
 from llmscaler_runtime.scaling.victims import plan_victims
-from llmscaler_runtime.scaling.write import FIELD_MANAGER, SsaReplicaWriter
 
 __all__ = [
     "DEFAULT_RETRY_PERIOD",
@@ -98,7 +95,6 @@ class LLMScalerReconciler:
         *,
         steps: Steps | None = None,
         clock: Clock | None = None,
-        field_manager: str = FIELD_MANAGER,
         leader_check: Callable[[], bool] | None = None,
         history: HistoryStore | None = None,
         align_syncs: bool = True,
@@ -109,8 +105,6 @@ class LLMScalerReconciler:
         self.cache = cache
         self.recorder = recorder
         self.steps = steps or default_steps()
-        if field_manager != FIELD_MANAGER and isinstance(self.steps.writer, SsaReplicaWriter):
-            self.steps = attrs.evolve(self.steps, writer=SsaReplicaWriter(field_manager))
         self.clock: Clock = clock or SystemClock()
         self.leader_check = leader_check
         self.memory = ScalerMemory(history)

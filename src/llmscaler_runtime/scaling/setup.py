@@ -6,15 +6,14 @@ and so an embedder can wire a customised :class:`~.reconciler.Steps` the same wa
 
 from __future__ import annotations
 
-from typing import Any
-
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.controller import Builder, Controller, GenerationChangedPredicate
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.ports import ScalerManager
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 from llmscaler_runtime.scaling.steps import Steps, default_steps
-from llmscaler_runtime.scaling.write import FIELD_MANAGER
 
 __all__ = ["CONTROLLER_NAME", "EVENT_COMPONENT", "setup"]
 
@@ -23,33 +22,30 @@ EVENT_COMPONENT = "llmscaler-operator"
 
 
 def setup(
-    manager: Any,
+    manager: ScalerManager,
     *,
     max_concurrent_reconciles: int = 1,
     http_options: HttpOptions | None = None,
     steps: Steps | None = None,
     address_policy: AddressPolicy | None = None,
-) -> Any:
+) -> Controller:
     """Register the LLMScaler controller with ``manager`` and return the Controller.
 
     LLMScalers are watched with GenerationChangedPredicate, so the controller's own status
     writes do not trigger a reconcile; periodic evaluation comes from ``requeue_after``.
-    ``address_policy`` restricts where metric requests may go (default: anywhere).
+    ``address_policy`` restricts where metric requests may go (default: anywhere). The field
+    manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
+    default): it is how the one-writer rule is seen in ``managedFields``.
     """
-    from llmscaler_runtime.controller import Builder, GenerationChangedPredicate
-
     if steps is None:
         steps = default_steps(MetricHttpClient(http_options))
-    add_indexers = getattr(manager.cache, "add_indexers", None)
-    if add_indexers is not None:
-        add_indexers(API_VERSION, KIND, {TARGET_INDEX: target_index})
+    manager.cache.add_indexers(API_VERSION, KIND, {TARGET_INDEX: target_index})
     reconciler = LLMScalerReconciler(
         manager.client,
         manager.cache,
         manager.event_recorder(EVENT_COMPONENT),
         steps=steps,
-        field_manager=FIELD_MANAGER,
-        leader_check=getattr(manager, "is_leader", None),
+        leader_check=manager.is_leader,
         address_policy=address_policy,
     )
     return (

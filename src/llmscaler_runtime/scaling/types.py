@@ -8,7 +8,7 @@ sockets, so a step can be tested alone and replaced by a library user without to
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -16,7 +16,9 @@ __all__ = [
     "DELETION_COST_ANNOTATION",
     "INT32_MAX",
     "INT32_MIN",
+    "HeldBy",
     "History",
+    "Limit",
     "Measurement",
     "MetricReading",
     "MetricRecommendation",
@@ -30,6 +32,11 @@ __all__ = [
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+
+#: Which bound cut a recommendation (also the ScalingLimited condition's reason).
+Limit = Literal["TooFewReplicas", "TooManyReplicas"]
+#: Which pacing rule held this sync's write back from the recommendation.
+HeldBy = Literal["stabilization", "settle", "step-cap", "no-measurement"]
 
 
 @attrs.frozen
@@ -120,7 +127,7 @@ class Recommendation:
     replicas: int | None
     unclamped: int | None
     baseline: int
-    limited: str | None = None  # "TooFewReplicas" | "TooManyReplicas"
+    limited: Limit | None = None
     per_metric: tuple[MetricRecommendation, ...] = ()
     reason: str = ""
 
@@ -150,7 +157,7 @@ class Plan:
     current: int
     desired: int
     replicas: int
-    held_by: str | None
+    held_by: HeldBy | None
     history_if_written: History
     history_if_failed: History
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.scaling import HttpOptions, setup
+from llmscaler_runtime.scaling.conflicts import TARGET_INDEX
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 
 from .fakes import FakeCache, FakeClient, FakeCluster, FakeRecorder, scaler_obj
@@ -38,6 +40,10 @@ class InformingCache(FakeCache):
     def __init__(self, cluster: FakeCluster) -> None:
         super().__init__(cluster)
         self.informers: dict[tuple[str, str], FakeInformer] = {}
+        self.indexers: dict[tuple[str, str], set[str]] = {}
+
+    def add_indexers(self, api_version: str, kind: str, indexers: Mapping[str, Any]) -> None:
+        self.indexers.setdefault((api_version, kind), set()).update(indexers)
 
     def get_informer(self, api_version: str, kind: str) -> FakeInformer:
         return self.informers.setdefault((api_version, kind), FakeInformer())
@@ -69,6 +75,8 @@ def test_setup_registers_a_generation_filtered_llmscaler_controller() -> None:
     assert controller.max_concurrent_reconciles == 3
     assert isinstance(controller.reconciler, LLMScalerReconciler)
     assert mgr.recorders == ["llmscaler-operator"]
+    assert mgr.cache.indexers == {(API_VERSION, KIND): {TARGET_INDEX}}
+    assert controller.reconciler.leader_check == mgr.is_leader
     informer = mgr.cache.informers[(API_VERSION, KIND)]
     old = scaler_obj()
     status_only = {**old, "status": {"currentReplicas": 3}}
