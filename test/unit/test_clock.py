@@ -92,3 +92,16 @@ def test_a_hung_waiter_is_reported_not_waited_for_forever() -> None:
         time.sleep(0.001)
     with pytest.raises(RuntimeError, match="did not settle"):
         c.step(1)
+
+
+def test_a_forgotten_waiter_no_longer_blocks_step() -> None:
+    c = FakeClock(settle_timeout=0.05)
+    cond = threading.Condition()
+    with cond:
+        c.wait(cond, 0)  # registers, returns at once (timeout <= 0)
+    # The "thread" never waits again, so it cannot settle: step must say so rather than hang.
+    with pytest.raises(RuntimeError, match="did not settle"):
+        c.step(1)
+    c.forget_waiter(cond)
+    c.step(1)
+    assert not c.has_waiters()

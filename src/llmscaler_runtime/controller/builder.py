@@ -19,12 +19,13 @@ from typing import Any, Protocol
 
 import attrs
 
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.controller.controller import Controller, Informer
 from llmscaler_runtime.controller.handlers import Mapper, enqueue_for_object, enqueue_for_owner
 from llmscaler_runtime.controller.metrics import ControllerMetricsProvider
 from llmscaler_runtime.controller.predicates import Predicate
 from llmscaler_runtime.controller.types import Reconciler
-from llmscaler_runtime.workqueue import Clock, QueueMetricsProvider, RateLimiter
+from llmscaler_runtime.workqueue import QueueMetricsProvider, RateLimiter
 
 __all__ = ["Builder", "InformerSource", "ManagerLike"]
 

@@ -17,16 +17,12 @@ from typing import Any, Protocol
 
 import structlog
 
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.controller.handlers import EnqueueHandler, Mapper, enqueue_for_object
 from llmscaler_runtime.controller.metrics import ControllerMetricsProvider, NoopControllerMetrics
 from llmscaler_runtime.controller.predicates import Obj, Predicate
 from llmscaler_runtime.controller.types import Reconciler, Request, Result, TerminalError
-from llmscaler_runtime.workqueue import (
-    Clock,
-    QueueMetricsProvider,
-    RateLimiter,
-    RateLimitingQueue,
-)
+from llmscaler_runtime.workqueue import QueueMetricsProvider, RateLimiter, RateLimitingQueue
 
 __all__ = ["Controller", "Informer"]
 
@@ -237,13 +233,13 @@ class Controller:
     def _process(self, req: Request) -> None:
         metrics = self.metrics
         metrics.add_active_workers(self.name, 1)
-        start = self._clock.now()
+        start = self._clock.monotonic()
         try:
             with self._context(self.name, req.namespace, req.name):
                 outcome = self._reconcile_handler(req)
         finally:
             metrics.add_active_workers(self.name, -1)
-        metrics.observe_reconcile(self.name, outcome, self._clock.now() - start)
+        metrics.observe_reconcile(self.name, outcome, self._clock.monotonic() - start)
 
     def _reconcile_handler(self, req: Request) -> str:
         """Reconcile once and queue the follow-up; returns the ``result`` metric label."""

@@ -5,7 +5,6 @@ it and call ``done``. See :mod:`.queue` for the dedup/processing rules, :mod:`.d
 ``add_after``, :mod:`.rate_limiters` for retry pacing and :mod:`.metrics` for the metrics hook.
 """
 
-from llmscaler_runtime.workqueue.clock import Clock, FakeClock, RealClock
 from llmscaler_runtime.workqueue.delaying import DelayingQueue
 from llmscaler_runtime.workqueue.metrics import (
     CounterMetric,
@@ -29,10 +28,8 @@ from llmscaler_runtime.workqueue.rate_limiting import RateLimitingQueue
 
 __all__ = [
     "BucketRateLimiter",
-    "Clock",
     "CounterMetric",
     "DelayingQueue",
-    "FakeClock",
     "GaugeMetric",
     "HistogramMetric",
     "ItemExponentialFailureRateLimiter",
@@ -43,7 +40,6 @@ __all__ = [
     "QueueMetricsProvider",
     "RateLimiter",
     "RateLimitingQueue",
-    "RealClock",
     "SettableGaugeMetric",
     "default_controller_rate_limiter",
     "default_item_based_rate_limiter",

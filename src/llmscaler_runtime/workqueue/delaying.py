@@ -13,7 +13,7 @@ import itertools
 import threading
 from typing import Any
 
-from llmscaler_runtime.workqueue.clock import Clock
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.workqueue.metrics import QueueMetricsProvider
 from llmscaler_runtime.workqueue.queue import Queue, T
 
@@ -70,7 +70,7 @@ class DelayingQueue(Queue[T]):
         with self._delay_cond:
             if self._timer_stopped:
                 return
-            ready_at = self._clock.now() + delay
+            ready_at = self._clock.monotonic() + delay
             existing = self._waiting.get(item)
             if existing is not None:
                 if existing[_READY] <= ready_at:
@@ -108,9 +108,9 @@ class DelayingQueue(Queue[T]):
         heap = self._heap
         with self._delay_cond:
             try:
-                next_metrics_update = clock.now()
+                next_metrics_update = clock.monotonic()
                 while not self._timer_stopped:
-                    now = clock.now()
+                    now = clock.monotonic()
                     while heap and (not heap[0][_VALID] or heap[0][_READY] <= now):
                         entry = heapq.heappop(heap)
                         if entry[_VALID]:

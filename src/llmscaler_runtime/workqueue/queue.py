@@ -20,7 +20,7 @@ import time
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from llmscaler_runtime.workqueue.clock import Clock, RealClock
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.workqueue.metrics import NoopQueueMetricsProvider, QueueMetricsProvider
 
 __all__ = ["Queue"]
@@ -47,11 +47,11 @@ class _QueueMetrics(Generic[T]):
         self.adds.inc()
         self.depth.inc()
         if item not in self.add_times:
-            self.add_times[item] = self.clock.now()
+            self.add_times[item] = self.clock.monotonic()
 
     def get(self, item: T) -> None:
         self.depth.dec()
-        now = self.clock.now()
+        now = self.clock.monotonic()
         self.processing_starts[item] = now
         added = self.add_times.pop(item, None)
         if added is not None:
@@ -60,10 +60,10 @@ class _QueueMetrics(Generic[T]):
     def done(self, item: T) -> None:
         start = self.processing_starts.pop(item, None)
         if start is not None:
-            self.work_duration.observe(self.clock.now() - start)
+            self.work_duration.observe(self.clock.monotonic() - start)
 
     def update_unfinished_work(self) -> None:
-        now = self.clock.now()
+        now = self.clock.monotonic()
         total = 0.0
         oldest = 0.0
         for start in self.processing_starts.values():
@@ -90,7 +90,7 @@ class Queue(Generic[T]):
         metrics: QueueMetricsProvider | None = None,
     ) -> None:
         self.name = name
-        self._clock: Clock = clock if clock is not None else RealClock()
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._cond = threading.Condition(threading.Lock())
         self._queue: collections.deque[T] = collections.deque()
         self._dirty: set[T] = set()

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Hashable
 from typing import Protocol, runtime_checkable
 
-from llmscaler_runtime.workqueue.clock import Clock, RealClock
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "BucketRateLimiter",
@@ -123,14 +123,14 @@ class BucketRateLimiter:
             raise ValueError(f"burst must be >= 1, got {burst}")
         self.qps = float(qps)
         self.burst = burst
-        self._clock: Clock = clock if clock is not None else RealClock()
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._lock = threading.Lock()
         self._tokens = float(burst)
-        self._last = self._clock.now()
+        self._last = self._clock.monotonic()
 
     def when(self, item: Hashable) -> float:
         with self._lock:
-            now = self._clock.now()
+            now = self._clock.monotonic()
             elapsed = max(0.0, now - self._last)
             self._last = max(self._last, now)
             self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)

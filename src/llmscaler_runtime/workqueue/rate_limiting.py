@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmscaler_runtime.workqueue.clock import Clock
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.workqueue.delaying import DelayingQueue
 from llmscaler_runtime.workqueue.metrics import QueueMetricsProvider
 from llmscaler_runtime.workqueue.queue import T

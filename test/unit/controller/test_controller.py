@@ -10,7 +10,8 @@ import pytest
 import structlog
 
 from llmscaler_runtime.controller import Controller, Request, Result, TerminalError
-from llmscaler_runtime.workqueue import FakeClock, ItemExponentialFailureRateLimiter
+from llmscaler_runtime.testkit import FakeClock
+from llmscaler_runtime.workqueue import ItemExponentialFailureRateLimiter
 from test.unit.controller.fakes import (
     FakeInformer,
     RecordingControllerMetrics,

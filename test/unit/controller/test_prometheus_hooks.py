@@ -7,7 +7,8 @@ from prometheus_client import CollectorRegistry
 
 from llmscaler_runtime.controller import ControllerMetricsProvider, Request, Result
 from llmscaler_runtime.controller.builder import Builder
-from llmscaler_runtime.workqueue import FakeClock, QueueMetricsProvider
+from llmscaler_runtime.testkit import FakeClock
+from llmscaler_runtime.workqueue import QueueMetricsProvider
 from test.unit.controller.fakes import FakeManager, ScriptedReconciler, wait_until
 
 manager_metrics = pytest.importorskip("llmscaler_runtime.manager.metrics")

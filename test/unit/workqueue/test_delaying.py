@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from llmscaler_runtime.workqueue import DelayingQueue, FakeClock
+from llmscaler_runtime.testkit import FakeClock
+from llmscaler_runtime.workqueue import DelayingQueue
 from test.unit.workqueue.fakes import RecordingProvider
 
 

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from llmscaler_runtime.workqueue import FakeClock, Queue, QueueMetricsProvider
+from llmscaler_runtime.testkit import FakeClock
+from llmscaler_runtime.workqueue import Queue, QueueMetricsProvider
 from test.unit.workqueue.fakes import RecordingProvider
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from llmscaler_runtime.testkit import FakeClock
 from llmscaler_runtime.workqueue import (
     BucketRateLimiter,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
