@@ -21,13 +21,13 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 import attrs
 import cachetools
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.log import get_logger
 
 __all__ = ["EventClient", "EventRecorder", "EventType"]
@@ -93,8 +93,8 @@ def _status(exc: BaseException) -> int | None:
 class EventRecorder:
     """Records core/v1 Events about objects on behalf of ``component``.
 
-    ``clock`` returns wall-clock seconds since the epoch; it stamps Events and ages the
-    aggregation window (inject a fake one in tests). ``window`` is how long a repeat is folded
+    ``clock``'s wall time (:meth:`~llmscaler_runtime.clock.Clock.now`) stamps Events and ages
+    the aggregation window (inject a fake one in tests). ``window`` is how long a repeat is folded
     into the previous Event; ``max_series`` bounds the aggregation cache; ``max_pending`` bounds
     the write queue (events beyond it are dropped with a log line rather than growing memory).
     """
@@ -104,7 +104,7 @@ class EventRecorder:
         client: EventClient,
         component: str,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         host: str | None = None,
         window: float = 600.0,
         max_series: int = 4096,
@@ -121,14 +121,14 @@ class EventRecorder:
         self._client = client
         self.component = component
         self.host = host if host is not None else socket.gethostname()
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._series: cachetools.TTLCache[tuple[str, ...], _Series] = cachetools.TTLCache(
-            maxsize=max_series, ttl=window, timer=clock
+            maxsize=max_series, ttl=window, timer=self._clock.now
         )
         # (object, type, reason) -> distinct messages seen in the window; only the writer thread
         # touches it. Re-inserting on every event restarts its window, as client-go's record does.
         self._similar: cachetools.TTLCache[tuple[str, ...], set[str]] = cachetools.TTLCache(
-            maxsize=max_series, ttl=window, timer=clock
+            maxsize=max_series, ttl=window, timer=self._clock.now
         )
         self._queue: queue.Queue[_Write | None] = queue.Queue(maxsize=max_pending)
         self._lock = threading.Lock()
@@ -167,7 +167,7 @@ class EventRecorder:
             reason,
             message,
         )
-        write = _Write(key, involved, namespace, type_, reason, message, self._clock())
+        write = _Write(key, involved, namespace, type_, reason, message, self._clock.now())
         with self._lock:
             if self._stopped:
                 self.dropped += 1

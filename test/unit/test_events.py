@@ -11,6 +11,7 @@ import pytest
 
 from llmscaler_runtime.events import EventRecorder
 from llmscaler_runtime.kube.errors import InternalError
+from llmscaler_runtime.testkit import FakeClock
 
 from .manager.fakes import FakeClient
 
@@ -21,21 +22,18 @@ POD = {
 }
 
 
-class Wall:
-    def __init__(self, t: float = 1_800_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+def fake_clock() -> FakeClock:
+    """Wall time 1_800_000_000, 2027-01-15T08:00:00Z: the timestamps asserted below."""
+    return FakeClock(wall=1_800_000_000.0)
 
 
-def recorder(client: Any, wall: Wall, **kw: Any) -> EventRecorder:
-    return EventRecorder(client, "llmscaler", clock=wall, host="node-1", **kw)
+def recorder(client: Any, clock: FakeClock, **kw: Any) -> EventRecorder:
+    return EventRecorder(client, "llmscaler", clock=clock, host="node-1", **kw)
 
 
 def test_first_event_is_a_complete_core_v1_event() -> None:
     client = FakeClient()
-    rec = recorder(client, Wall())
+    rec = recorder(client, fake_clock())
     rec.event(POD, "Warning", "MetricsUnavailable", "prometheus: timeout")
     assert rec.flush(5)
     [ev] = client.of_kind("Event")
@@ -63,11 +61,11 @@ def test_first_event_is_a_complete_core_v1_event() -> None:
 
 def test_repeats_within_window_patch_one_event() -> None:
     client = FakeClient()
-    wall = Wall()
-    rec = recorder(client, wall)
+    clock = fake_clock()
+    rec = recorder(client, clock)
     for _ in range(5):
         rec.event(POD, "Warning", "MetricsUnavailable", "prometheus: timeout")
-        wall.t += 30
+        clock.step(30)
     assert rec.flush(5)
     [ev] = client.of_kind("Event")
     assert ev["count"] == 5
@@ -84,14 +82,14 @@ def test_repeats_within_window_patch_one_event() -> None:
 
 def test_repeat_after_window_starts_a_new_event() -> None:
     client = FakeClient()
-    wall = Wall()
-    rec = recorder(client, wall, window=600)
+    clock = fake_clock()
+    rec = recorder(client, clock, window=600)
     rec.event(POD, "Normal", "Scaled", "2 -> 3")
-    wall.t += 599
+    clock.step(599)
     rec.event(POD, "Normal", "Scaled", "2 -> 3")
     assert rec.flush(5)
     assert [e["count"] for e in client.of_kind("Event")] == [2]
-    wall.t += 601
+    clock.step(601)
     rec.event(POD, "Normal", "Scaled", "2 -> 3")
     assert rec.flush(5)
     assert sorted(e["count"] for e in client.of_kind("Event")) == [1, 2]
@@ -100,7 +98,7 @@ def test_repeat_after_window_starts_a_new_event() -> None:
 
 def test_event_deleted_server_side_is_recreated() -> None:
     client = FakeClient()
-    rec = recorder(client, Wall())
+    rec = recorder(client, fake_clock())
     rec.event(POD, "Normal", "Scaled", "x")
     assert rec.flush(5)
     with client.store.lock:
@@ -116,11 +114,11 @@ def test_many_similar_messages_fold_into_one_combined_event() -> None:
     # A failing scaler whose message changes every sync (a number in the error text) must
     # not create one Event per sync either: client-go's aggregator combines them after 10.
     client = FakeClient()
-    wall = Wall()
-    rec = recorder(client, wall)
+    clock = fake_clock()
+    rec = recorder(client, clock)
     for i in range(25):
         rec.event(POD, "Warning", "ScaleFailed", f"attempt {i}: conflict")
-        wall.t += 10
+        clock.step(10)
     rec.event(POD, "Warning", "OtherReason", "attempt 0: conflict")
     assert rec.flush(5)
     events = client.of_kind("Event")
@@ -131,18 +129,18 @@ def test_many_similar_messages_fold_into_one_combined_event() -> None:
     assert combined["count"] == 16
     assert combined["reason"] == "ScaleFailed"
     # After a quiet window the messages start counting from zero again.
-    wall.t += 601
+    clock.step(601)
     rec.event(POD, "Warning", "ScaleFailed", "attempt 99: conflict")
     assert rec.flush(5)
     assert any(e["message"] == "attempt 99: conflict" for e in client.of_kind("Event"))
     with pytest.raises(ValueError):
-        recorder(client, wall, max_similar=1)
+        recorder(client, clock, max_similar=1)
     rec.stop()
 
 
 def test_aggregation_memory_is_bounded() -> None:
     client = FakeClient()
-    rec = recorder(client, Wall(), max_series=3)
+    rec = recorder(client, fake_clock(), max_series=3)
     for i in range(10):
         rec.event(POD, "Normal", "R", f"m{i}")
     assert rec.flush(5)
@@ -155,7 +153,7 @@ def test_api_failures_are_logged_not_raised() -> None:
         def create(self, obj: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
             raise InternalError(500, "InternalError", "etcd down")
 
-    rec = recorder(Failing(), Wall())
+    rec = recorder(Failing(), fake_clock())
     rec.event(POD, "Warning", "R", "m")  # must not raise
     assert rec.flush(5)
     assert rec.failed == 1 and rec.created == 0
@@ -174,7 +172,7 @@ def test_slow_api_never_blocks_the_caller_and_overflow_is_dropped() -> None:
             return super().create(obj, namespace=namespace)
 
     client = Slow()
-    rec = recorder(client, Wall(), max_pending=2)
+    rec = recorder(client, fake_clock(), max_pending=2)
     t0 = time.monotonic()
     for i in range(10):
         rec.event(POD, "Normal", "R", f"m{i}")
@@ -187,7 +185,7 @@ def test_slow_api_never_blocks_the_caller_and_overflow_is_dropped() -> None:
 
 
 def test_bad_input_is_a_clear_error() -> None:
-    rec = recorder(FakeClient(), Wall())
+    rec = recorder(FakeClient(), fake_clock())
     with pytest.raises(ValueError, match="Normal"):
         rec.event(POD, "Error", "R", "m")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reason"):
@@ -200,7 +198,7 @@ def test_bad_input_is_a_clear_error() -> None:
 
 def test_long_messages_are_truncated_and_cluster_scoped_objects_go_to_default() -> None:
     client = FakeClient()
-    rec = recorder(client, Wall())
+    rec = recorder(client, fake_clock())
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "uid": "x"}}
     rec.event(node, "Normal", "R", "y" * 5000)
     assert rec.flush(5)

@@ -2,15 +2,16 @@
 
 Defaults: 0.8 s initial, doubling, capped at 30 s, jitter factor 1.0 (each delay is stretched
 by up to 100 %), and reset to the initial delay once no failure happened for 2 minutes.
-The clock and random source are parameters so tests get exact sequences without sleeping.
+The clock (its monotonic reading) and random source are parameters so tests get exact
+sequences without sleeping.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-import time
-from collections.abc import Callable
+
+from ..clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["Backoff"]
 
@@ -26,7 +27,7 @@ class Backoff:
         jitter: float = 1.0,
         reset_after: float = 120.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         rng: random.Random | None = None,
     ) -> None:
         if initial <= 0 or factor < 1 or cap < initial or jitter < 0 or reset_after <= 0:
@@ -36,7 +37,7 @@ class Backoff:
         self.cap = cap
         self.jitter = jitter
         self.reset_after = reset_after
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self._next = initial
@@ -45,7 +46,7 @@ class Backoff:
     def next_delay(self) -> float:
         """The delay before the next attempt; grows the base for the following failure."""
         with self._lock:
-            now = self._clock()
+            now = self._clock.monotonic()
             if self._last_failure is not None and now - self._last_failure > self.reset_after:
                 self._next = self.initial  # healthy long enough: start over
             self._last_failure = now

@@ -15,12 +15,12 @@ from __future__ import annotations
 import queue
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
+from ..clock import Clock
 from .backoff import Backoff
 from .reflector import ListerWatcher, Reflector
 from .store import DeletedFinalStateUnknown, IndexFunc, Store, object_key
@@ -128,7 +128,7 @@ class SharedInformer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
         backoff: Backoff | None = None,

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..clock import Clock
 from .informer import SharedInformer
 from .reflector import ListerWatcher
 from .selector import LabelSelector, parse_selector
@@ -33,7 +34,11 @@ class CacheNotSynced(TimeoutError):
 
 
 class InformerCache:
-    """Lazily creates, starts and reads shared informers; thread-safe."""
+    """Lazily creates, starts and reads shared informers; thread-safe.
+
+    ``clock`` times every informer's reflector (backoff reset, short-watch detection); the
+    manager passes its own so one injected clock reaches the cache too.
+    """
 
     def __init__(
         self,
@@ -42,8 +47,10 @@ class InformerCache:
         *,
         resync_period: float | None = None,
         sync_timeout: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         self._client = client
+        self._clock = clock
         self.namespace = namespace
         self._resync_period = resync_period
         self._sync_timeout = sync_timeout
@@ -63,6 +70,7 @@ class InformerCache:
                     kind,
                     self.namespace,
                     resync_period=self._resync_period,
+                    clock=self._clock,
                 )
                 self._informers[key] = informer
             if self._started:

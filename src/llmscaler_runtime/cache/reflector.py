@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import structlog
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..kube.errors import ApiError, Gone, TooManyRequests
 from .backoff import Backoff
 
@@ -94,7 +94,7 @@ class _ShortWatch(Exception):
 class Reflector:
     """Keeps ``sink`` in sync with one (kind, namespace, selector) on the server.
 
-    ``clock`` (monotonic seconds), ``sleep`` and ``rng`` are injectable so tests drive time;
+    ``clock`` (read for monotonic time), ``sleep`` and ``rng`` are injectable so tests drive time;
     the default sleep returns early when :meth:`stop` is called.
     """
 
@@ -113,7 +113,7 @@ class Reflector:
         min_watch_timeout: float = 300.0,
         max_watch_timeout: float = 600.0,
         backoff: Backoff | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -130,9 +130,11 @@ class Reflector:
         self._page_size = page_size
         self._min_watch = min_watch_timeout
         self._max_watch = max_watch_timeout
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._rng = rng if rng is not None else random.Random()
-        self._backoff = backoff if backoff is not None else Backoff(clock=clock, rng=self._rng)
+        self._backoff = (
+            backoff if backoff is not None else Backoff(clock=self._clock, rng=self._rng)
+        )
         self._stop = threading.Event()
         self._sleep = sleep if sleep is not None else self._interruptible_sleep
         self._lock = threading.Lock()
@@ -277,7 +279,7 @@ class Reflector:
 
     def _watch(self) -> None:
         timeout = int(self._rng.uniform(self._min_watch, self._max_watch))
-        started = self._clock()
+        started = self._clock.monotonic()
         stream: _Stream = self._client.watch(
             self.api_version,
             self.kind,
@@ -306,7 +308,7 @@ class Reflector:
         if (
             events == 0
             and not self._stop.is_set()
-            and self._clock() - started < SHORT_WATCH_SECONDS
+            and self._clock.monotonic() - started < SHORT_WATCH_SECONDS
         ):
             raise _ShortWatch()
 

@@ -25,13 +25,13 @@ import json
 import math
 import random
 import threading
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import attrs
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.log import get_logger
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "LeaderElectionConfig",
     "LeaderElector",
     "LeaseClient",
-    "MonotonicClock",
     "format_micro_time",
 ]
 
@@ -49,17 +48,6 @@ LEASE_API_VERSION = "coordination.k8s.io/v1"
 JITTER_FACTOR = 1.2
 
 _log = get_logger(__name__)
-
-
-class MonotonicClock(Protocol):
-    """Anything with ``now()`` in monotonic seconds (matches ``workqueue.Clock``)."""
-
-    def now(self) -> float: ...
-
-
-class _RealClock:
-    def now(self) -> float:
-        return time.monotonic()
 
 
 class LeaseClient(Protocol):
@@ -119,20 +107,6 @@ def format_micro_time(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _real_wall() -> datetime:
-    return datetime.now(UTC)
-
-
-def _clock_wall(clock: MonotonicClock) -> Callable[[], datetime]:
-    """Wall time that advances with ``clock`` (so a fake clock also moves renewTime)."""
-    base = datetime.now(UTC) - timedelta(seconds=clock.now())
-
-    def wall() -> datetime:
-        return base + timedelta(seconds=clock.now())
-
-    return wall
-
-
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status", None)
     return status if isinstance(status, int) else None
@@ -144,8 +118,8 @@ class LeaderElector:
     ``on_started_leading`` / ``on_stopped_leading`` run on the thread that calls :meth:`tick`
     (keep them short). After leadership is lost the elector is finished: like client-go it does
     not try again, because the process is expected to exit and restart cleanly.
-    ``wall`` supplies the timestamps written into the Lease; by default it advances with
-    ``clock`` so that a fake clock also moves the record's ``renewTime``.
+    ``clock`` times the lease by its monotonic reading and stamps the Lease's ``acquireTime``
+    and ``renewTime`` with its wall reading, so a fake clock moves both.
     """
 
     def __init__(
@@ -153,8 +127,7 @@ class LeaderElector:
         client: LeaseClient,
         config: LeaderElectionConfig,
         *,
-        clock: MonotonicClock | None = None,
-        wall: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
         jitter: Callable[[], float] = random.random,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
@@ -164,10 +137,7 @@ class LeaderElector:
             raise ValueError("leader election needs lease_name, lease_namespace and identity")
         self._client = client
         self.config = config
-        self._clock: MonotonicClock = clock or _RealClock()
-        if wall is None:
-            wall = _real_wall if clock is None else _clock_wall(self._clock)
-        self._wall = wall
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._jitter = jitter
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
@@ -189,7 +159,7 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """True only while leading *and* inside the renew deadline — the write fence."""
         with self._lock:
-            return self._leading and self._clock.now() < self._renew_deadline_at
+            return self._leading and self._clock.monotonic() < self._renew_deadline_at
 
     @property
     def lost(self) -> bool:
@@ -217,7 +187,7 @@ class LeaderElector:
             return None
         with self._lock:
             leading = self._leading
-        started = self._clock.now()
+        started = self._clock.monotonic()
         if not leading:
             if self._try_acquire_or_renew():
                 with self._lock:
@@ -232,7 +202,7 @@ class LeaderElector:
             if ok and started < self._renew_deadline_at:
                 self._renew_deadline_at = started + self.config.renew_deadline
                 return self.config.retry_period
-            remaining = self._renew_deadline_at - self._clock.now()
+            remaining = self._renew_deadline_at - self._clock.monotonic()
             usurped = self._observed_holder not in ("", self.config.identity)
         if usurped:
             # Someone else holds the Lease now (our renewals must have been invisible to them
@@ -253,7 +223,7 @@ class LeaderElector:
         Lets a watchdog end leadership on time while the elector thread is stuck in a call.
         """
         with self._lock:
-            due = self._leading and self._clock.now() >= self._renew_deadline_at
+            due = self._leading and self._clock.monotonic() >= self._renew_deadline_at
         if due:
             self._lose()
         return due
@@ -286,6 +256,10 @@ class LeaderElector:
 
     # -- API --------------------------------------------------------------------------------
 
+    def _wall_time(self) -> datetime:
+        """The clock's wall time, for the timestamps written into the Lease."""
+        return datetime.fromtimestamp(self._clock.now(), UTC)
+
     def _desired(self, now: datetime) -> dict[str, Any]:
         ts = format_micro_time(now)
         return {
@@ -312,7 +286,7 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        desired = self._desired(self._wall())
+        desired = self._desired(self._wall_time())
         try:
             lease = self._client.get(
                 LEASE_API_VERSION, "Lease", cfg.lease_name, cfg.lease_namespace
@@ -332,16 +306,16 @@ class LeaderElector:
             except Exception as cexc:
                 self.last_error = f"create lease: {cexc}"
                 return False
-            self._observe(desired, self._clock.now())
+            self._observe(desired, self._clock.monotonic())
             return True
 
         old = dict(lease.get("spec") or {})
-        self._observe(old, self._clock.now())
+        self._observe(old, self._clock.monotonic())
         holder = str(old.get("holderIdentity") or "")
         with self._lock:
             observed_time = self._observed_time
         duration = float(old.get("leaseDurationSeconds") or 0)
-        if holder and holder != cfg.identity and observed_time + duration > self._clock.now():
+        if holder and holder != cfg.identity and observed_time + duration > self._clock.monotonic():
             self.last_error = f"lease held by {holder}"
             return False
 
@@ -357,7 +331,7 @@ class LeaderElector:
         except Exception as exc:
             self.last_error = f"update lease: {exc}"
             return False
-        self._observe(desired, self._clock.now())
+        self._observe(desired, self._clock.monotonic())
         self.last_error = None
         return True
 
@@ -367,7 +341,7 @@ class LeaderElector:
         Only a current leader releases; afterwards this elector is finished. True if released.
         """
         with self._lock:
-            leading = self._leading and self._clock.now() < self._renew_deadline_at
+            leading = self._leading and self._clock.monotonic() < self._renew_deadline_at
             self._leading = False
         self._stop.set()
         if not leading:
@@ -380,7 +354,7 @@ class LeaderElector:
             spec = dict(lease.get("spec") or {})
             if spec.get("holderIdentity") != cfg.identity:
                 return False
-            ts = format_micro_time(self._wall())
+            ts = format_micro_time(self._wall_time())
             lease = dict(lease)
             lease["spec"] = {
                 "holderIdentity": "",

@@ -32,15 +32,12 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from llmscaler_runtime.cache import InformerCache
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.events import EventRecorder
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.manager.fencing import FencedClient
-from llmscaler_runtime.manager.leaderelection import (
-    LeaderElectionConfig,
-    LeaderElector,
-    MonotonicClock,
-)
+from llmscaler_runtime.manager.leaderelection import LeaderElectionConfig, LeaderElector
 from llmscaler_runtime.manager.metrics import ControllerMetrics
 from llmscaler_runtime.manager.server import (
     Check,
@@ -123,7 +120,7 @@ class Manager:
         cache_sync_timeout: float = 120.0,
         registry: CollectorRegistry | None = None,
         cache: InformerCache | None = None,
-        clock: MonotonicClock | None = None,
+        clock: Clock | None = None,
         install_signal_handlers: bool = True,
         fence_writes: bool = True,
     ) -> None:

@@ -26,7 +26,6 @@ import json
 import math
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
@@ -35,6 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.testkit._http import LocalHTTPServer, LoopbackService, read_body, send
 from llmscaler_runtime.testkit.vllm_exporter import Sample
 
@@ -347,25 +347,26 @@ def _arith(op: str, a: float, b: float) -> float:
 class Evaluator:
     """Evaluates parsed queries over a data source and a sampled history of it.
 
-    ``clock`` returns Unix seconds and is injectable, so window rules are testable without
-    sleeping; :meth:`record` adds one history point (the server calls it on a timer).
+    ``clock``'s wall time (Unix seconds) stamps samples and queries; it is injectable, so
+    window rules are testable without sleeping; :meth:`record` adds one history point (the
+    server calls it on a timer).
     """
 
     def __init__(
         self,
         source: Callable[[], Iterable[Sample]],
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         history_seconds: float = 3600.0,
     ) -> None:
         self._source = source
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._history_seconds = history_seconds
         self._history: collections.deque[tuple[float, list[Sample]]] = collections.deque()
         self._lock = threading.Lock()
 
     def record(self) -> None:
-        now = self._clock()
+        now = self._clock.now()
         snapshot = list(self._source())
         with self._lock:
             self._history.append((now, snapshot))
@@ -373,7 +374,7 @@ class Evaluator:
                 self._history.popleft()
 
     def evaluate(self, query: str) -> Value:
-        return self._eval(parse(query), self._clock())
+        return self._eval(parse(query), self._clock.now())
 
     def _eval(self, node: Node, now: float) -> Value:
         if isinstance(node, Number):
@@ -450,13 +451,13 @@ class PromqlLiteServer(LoopbackService):
         source: Callable[[], Iterable[Sample]],
         *,
         sample_interval: float = 1.0,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         port: int = 0,
     ) -> None:
         if sample_interval <= 0:
             raise ValueError("sample_interval must be positive")
         self.evaluator = Evaluator(source, clock=clock)
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._interval = sample_interval
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
@@ -510,7 +511,7 @@ class PromqlLiteServer(LoopbackService):
         except PromQLError as exc:
             self._error(request, "bad_data", f'invalid parameter "query": {exc}')
             return
-        payload = {"status": "success", "data": to_api_data(value, self._clock())}
+        payload = {"status": "success", "data": to_api_data(value, self._clock.now())}
         send(request, 200, json.dumps(payload).encode(), "application/json")
 
     @staticmethod

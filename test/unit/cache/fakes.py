@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from llmscaler_runtime.testkit import FakeClock
+
 
 def obj(name: str, rv: str, ns: str | None = "default", **labels: str) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "resourceVersion": rv}
@@ -133,16 +135,15 @@ class FixedRandom(random.Random):
 
 
 class FakeTime:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
+    """The test kit's fake clock plus a ``sleep`` that records the delay and moves the clock."""
 
-    def clock(self) -> float:
-        return self.now
+    def __init__(self) -> None:
+        self.clock = FakeClock(1000.0)
+        self.sleeps: list[float] = []
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.now += seconds
+        self.clock.step(seconds)
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:

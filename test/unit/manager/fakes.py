@@ -1,5 +1,6 @@
-"""In-memory fakes for manager tests: a Lease/Event API with resourceVersion conflicts, a clock,
-a cache and runnables. They implement only the contract methods the manager calls."""
+"""In-memory fakes for manager tests: a Lease/Event API with resourceVersion conflicts, a cache
+and runnables. They implement only the contract methods the manager calls. (The fake clock is
+the test kit's :class:`~llmscaler_runtime.testkit.FakeClock`.)"""
 
 from __future__ import annotations
 
@@ -8,22 +9,6 @@ import threading
 from typing import Any
 
 from llmscaler_runtime.kube.errors import AlreadyExists, Conflict, NotFound, ServiceUnavailable
-
-
-class FakeClock:
-    """Monotonic time that moves only when a test says so."""
-
-    def __init__(self, now: float = 1000.0) -> None:
-        self._now = now
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._lock:
-            return self._now
-
-    def step(self, seconds: float) -> None:
-        with self._lock:
-            self._now += seconds
 
 
 class FakeApiStore:

@@ -14,8 +14,9 @@ from llmscaler_runtime.manager.leaderelection import (
     LeaderElector,
     format_micro_time,
 )
+from llmscaler_runtime.testkit import FakeClock
 
-from .fakes import FakeApiStore, FakeClient, FakeClock
+from .fakes import FakeApiStore, FakeClient
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 LEASE = 15.0
@@ -49,12 +50,12 @@ class Sim:
             cfg(name),
             clock=self.clock,
             jitter=lambda: jitter,
-            on_started_leading=lambda: self.started_at.__setitem__(name, self.clock.now()),
-            on_stopped_leading=lambda: self.lost_at.__setitem__(name, self.clock.now()),
+            on_started_leading=lambda: self.started_at.__setitem__(name, self.clock.monotonic()),
+            on_stopped_leading=lambda: self.lost_at.__setitem__(name, self.clock.monotonic()),
         )
         self.electors[name] = el
         self.clients[name] = client
-        self.next[name] = self.clock.now()
+        self.next[name] = self.clock.monotonic()
         return el
 
     def leaders(self) -> list[str]:
@@ -69,26 +70,30 @@ class Sim:
             when = active[name]
             if when > t_end:
                 return
-            if when > self.clock.now():
-                self.clock.step(when - self.clock.now())
-            assert len(self.leaders()) <= 1, f"two leaders at {self.clock.now()}: {self.leaders()}"
+            if when > self.clock.monotonic():
+                self.clock.step(when - self.clock.monotonic())
+            assert len(self.leaders()) <= 1, (
+                f"two leaders at {self.clock.monotonic()}: {self.leaders()}"
+            )
             delay = self.electors[name].tick()
-            assert len(self.leaders()) <= 1, f"two leaders at {self.clock.now()}: {self.leaders()}"
+            assert len(self.leaders()) <= 1, (
+                f"two leaders at {self.clock.monotonic()}: {self.leaders()}"
+            )
             if delay is None:
                 del self.next[name]
             else:
-                self.next[name] = self.clock.now() + delay
+                self.next[name] = self.clock.monotonic() + delay
             if until is not None and until():
                 return
 
 
 def test_two_candidates_exactly_one_leads() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     sim = Sim(clock)
     a = sim.add("a", store)
     b = sim.add("b", store, jitter=0.5)
-    sim.run_until(clock.now() + 120)
+    sim.run_until(clock.monotonic() + 120)
     assert sim.leaders() == ["a"]
     assert a.is_leader() and not b.is_leader()
     lease = sim.clients["a"].lease()
@@ -98,11 +103,11 @@ def test_two_candidates_exactly_one_leads() -> None:
 
 
 def test_lease_record_has_client_go_fields_and_renews_keep_acquire_time() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     sim = Sim(clock)
     sim.add("a", store)
-    sim.run_until(clock.now())
+    sim.run_until(clock.monotonic())
     first = sim.clients["a"].lease()
     assert first is not None
     spec = first["spec"]
@@ -111,7 +116,7 @@ def test_lease_record_has_client_go_fields_and_renews_keep_acquire_time() -> Non
     assert spec["leaseDurationSeconds"] == 15
     assert spec["leaseTransitions"] == 0
     assert MICRO_TIME.match(spec["acquireTime"]) and MICRO_TIME.match(spec["renewTime"])
-    sim.run_until(clock.now() + 3 * RETRY)
+    sim.run_until(clock.monotonic() + 3 * RETRY)
     later = sim.clients["a"].lease()
     assert later is not None
     assert later["spec"]["acquireTime"] == spec["acquireTime"]
@@ -121,20 +126,20 @@ def test_lease_record_has_client_go_fields_and_renews_keep_acquire_time() -> Non
 
 
 def test_release_hands_over_at_once_and_counts_a_transition() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     sim = Sim(clock)
     a = sim.add("a", store)
     b = sim.add("b", store)
-    sim.run_until(clock.now() + 10)
+    sim.run_until(clock.monotonic() + 10)
     assert sim.leaders() == ["a"]
-    released_at = clock.now()
+    released_at = clock.monotonic()
     assert a.release() is True
     del sim.next["a"]
     lease = sim.clients["a"].lease()
     assert lease is not None and lease["spec"]["holderIdentity"] == ""
     assert not a.is_leader()
-    sim.run_until(clock.now() + LEASE, until=b.is_leader)
+    sim.run_until(clock.monotonic() + LEASE, until=b.is_leader)
     assert b.is_leader()
     # b needed at most one acquire retry period (with maximum jitter), far less than a lease.
     assert sim.started_at["b"] - released_at <= RETRY * 2.2
@@ -146,16 +151,16 @@ def test_release_hands_over_at_once_and_counts_a_transition() -> None:
 
 
 def test_crashed_leader_is_replaced_after_lease_expiry_not_before() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     sim = Sim(clock)
     a = sim.add("a", store)
     b = sim.add("b", store)
-    sim.run_until(clock.now() + 10)
+    sim.run_until(clock.monotonic() + 10)
     assert sim.leaders() == ["a"]
-    last_renew_time = clock.now()  # a ticked last at or before now
+    last_renew_time = clock.monotonic()  # a ticked last at or before now
     sim.paused.add("a")  # crash: a never ticks again (and never releases)
-    sim.run_until(clock.now() + 60, until=b.is_leader)
+    sim.run_until(clock.monotonic() + 60, until=b.is_leader)
     assert b.is_leader()
     took = sim.started_at["b"] - last_renew_time
     # b must wait for a full lease duration since it last saw the record change ...
@@ -166,7 +171,7 @@ def test_crashed_leader_is_replaced_after_lease_expiry_not_before() -> None:
 
 
 def test_partitioned_leader_stops_before_its_lease_can_expire() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     sim = Sim(clock)
     a = sim.add("a", store)
@@ -177,14 +182,14 @@ def test_partitioned_leader_stops_before_its_lease_can_expire() -> None:
 
     def recording_update(obj: dict[str, Any]) -> dict[str, Any]:
         out = orig_update(obj)
-        renew_starts.append(clock.now())
+        renew_starts.append(clock.monotonic())
         return out
 
     client_a.update = recording_update  # type: ignore[method-assign]
-    sim.run_until(clock.now() + 20)
+    sim.run_until(clock.monotonic() + 20)
     assert sim.leaders() == ["a"]
     client_a.down = True  # a can no longer reach the API server
-    sim.run_until(clock.now() + 60, until=b.is_leader)
+    sim.run_until(clock.monotonic() + 60, until=b.is_leader)
     assert "a" in sim.lost_at and a.lost
     last_ok = renew_starts[-1]
     # The fake clock does not move during a call, so the record's renewTime is last_ok.
@@ -198,13 +203,13 @@ def test_partitioned_leader_stops_before_its_lease_can_expire() -> None:
 
 
 def test_fence_closes_at_renew_deadline_even_if_elector_is_stuck() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     client = FakeClient()
     lost: list[float] = []
     el = LeaderElector(
-        client, cfg("a"), clock=clock, on_stopped_leading=lambda: lost.append(clock.now())
+        client, cfg("a"), clock=clock, on_stopped_leading=lambda: lost.append(clock.monotonic())
     )
-    start = clock.now()
+    start = clock.monotonic()
     assert el.tick() == RETRY
     assert el.is_leader()
     clock.step(RENEW - 0.001)
@@ -218,7 +223,7 @@ def test_fence_closes_at_renew_deadline_even_if_elector_is_stuck() -> None:
 
 
 def test_conflicting_update_loses_the_race() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     store = FakeApiStore()
     a = LeaderElector(FakeClient(store), cfg("a"), clock=clock, jitter=lambda: 0.0)
     b_client = FakeClient(store)
@@ -251,7 +256,7 @@ def test_conflicting_update_loses_the_race() -> None:
 
 
 def test_api_errors_while_acquiring_are_retried_with_jitter() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     client = FakeClient()
     client.down = True
     el = LeaderElector(client, cfg("a"), clock=clock, jitter=lambda: 1.0)
@@ -295,11 +300,11 @@ def test_micro_time_format() -> None:
 
 
 def test_leader_that_sees_another_holder_steps_down_at_once() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     client = FakeClient()
     lost: list[float] = []
     el = LeaderElector(
-        client, cfg("a"), clock=clock, on_stopped_leading=lambda: lost.append(clock.now())
+        client, cfg("a"), clock=clock, on_stopped_leading=lambda: lost.append(clock.monotonic())
     )
     assert el.tick() == RETRY and el.is_leader()
     lease = client.lease()
@@ -308,5 +313,5 @@ def test_leader_that_sees_another_holder_steps_down_at_once() -> None:
     client.update(lease)
     clock.step(RETRY)
     assert el.tick() is None
-    assert not el.is_leader() and el.lost and lost == [clock.now()]
+    assert not el.is_leader() and el.lost and lost == [clock.monotonic()]
     assert "intruder" in (el.last_error or "")

@@ -17,10 +17,11 @@ import pytest
 from llmscaler_runtime.controller.metrics import ControllerMetricsProvider
 from llmscaler_runtime.manager import LeaderElectionConfig, Manager
 from llmscaler_runtime.manager.server import parse_bind_address
+from llmscaler_runtime.testkit import FakeClock
 from llmscaler_runtime.workqueue import RateLimitingQueue
 from llmscaler_runtime.workqueue.metrics import QueueMetricsProvider
 
-from .fakes import FakeApiStore, FakeCache, FakeClient, FakeClock, FakeRunnable, InFlightController
+from .fakes import FakeApiStore, FakeCache, FakeClient, FakeRunnable, InFlightController
 
 LOCAL = "127.0.0.1:0"
 
@@ -305,7 +306,7 @@ def test_two_managers_one_leads_and_hand_over_on_stop(stop_all: list[Manager]) -
 
 
 def test_lost_leadership_stops_controllers_at_once_and_exits_1(stop_all: list[Manager]) -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     client = FakeClient()
     events: list[str] = []
     mgr = make(client, cache=FakeCache(synced=True), leader_election=le("a"), clock=clock)
@@ -414,7 +415,7 @@ def test_default_cache_is_the_informer_cache() -> None:
 def test_real_controller_reports_through_manager_metrics(stop_all: list[Manager]) -> None:
     from llmscaler_runtime.controller import Controller, Request, Result
 
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     mgr = make(FakeClient(), cache=FakeCache(synced=True), leader_election=le("a"), clock=clock)
     stop_all.append(mgr)
     seen: list[tuple[str, bool]] = []

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from llmscaler_runtime.testkit import FakeClock
 from llmscaler_runtime.testkit.promql_lite import (
     Evaluator,
     PromQLError,
@@ -16,14 +17,6 @@ from llmscaler_runtime.testkit.promql_lite import (
 from llmscaler_runtime.testkit.vllm_exporter import Sample, VllmMetricsExporter, render_text
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def _exporter_with(pods: dict[str, float]) -> VllmMetricsExporter:
     exporter = VllmMetricsExporter()  # never started: only its data is used
     for pod, kv in pods.items():
@@ -32,14 +25,14 @@ def _exporter_with(pods: dict[str, float]) -> VllmMetricsExporter:
 
 
 def test_avg_over_time_uses_only_the_window() -> None:
-    clock = _Clock()
+    clock = FakeClock(wall=1_000_000.0)
     exporter = _exporter_with({"a": 0.0})
     lite = Evaluator(exporter.samples, clock=clock)
-    for value in (1.0, 1.0, 0.0, 0.0):  # one point every 30 s
+    for i, value in enumerate((1.0, 1.0, 0.0, 0.0)):  # one point every 30 s
+        if i:
+            clock.step(30)
         exporter.set_pod("ns", "app", "a", kv=value)
         lite.record()
-        clock.t += 30
-    clock.t -= 30
     # [1m] covers (t-60, t]: the last two points (0, 0); [2m] covers all four.
     assert lite.evaluate('avg(avg_over_time(vllm:kv_cache_usage_perc{app="app"}[1m]))') == [
         ((), 0.0)
