@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK
 from llmscaler_runtime.controller import Builder, Request, Result
 from test.unit.controller.fakes import wait_until
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.integration
 class Manager:
     def __init__(self, cache: Any) -> None:
         self.cache = cache
+        self.clock = SYSTEM_CLOCK
         self.runnables: list[Any] = []
 
     def add(self, runnable: Any) -> None:

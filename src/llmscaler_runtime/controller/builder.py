@@ -6,8 +6,10 @@
         .with_options(max_concurrent_reconciles=2) \\
         .complete(reconciler)
 
-The manager only has to offer ``cache.get_informer(api_version, kind)`` and ``add(runnable)``.
-If it also has a ``metrics`` attribute implementing
+The manager only has to offer ``cache.get_informer(api_version, kind)``, ``add(runnable)`` and
+``clock``: its controllers time retries and reconciles with the manager's one clock unless
+``with_options(clock=...)`` says otherwise, so a fake clock injected into the manager reaches
+every controller it builds. If it also has a ``metrics`` attribute implementing
 :class:`~llmscaler_runtime.controller.metrics.ControllerMetricsProvider` and/or
 :class:`~llmscaler_runtime.workqueue.QueueMetricsProvider`, the controller reports through it.
 """
@@ -41,6 +43,11 @@ class ManagerLike(Protocol):
 
     @property
     def cache(self) -> InformerSource: ...
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every controller of this manager uses unless given its own."""
+        ...
 
     def add(self, runnable: Any) -> None: ...
 
@@ -124,7 +131,7 @@ class Builder:
         queue_metrics: QueueMetricsProvider | None = None,
         cache_sync_timeout: float | None = None,
     ) -> Builder:
-        """Controller options; ``None`` keeps the default (or the manager's metrics)."""
+        """Controller options; ``None`` keeps the default (or the manager's clock and metrics)."""
         given = {
             "max_concurrent_reconciles": max_concurrent_reconciles,
             "rate_limiter": rate_limiter,
@@ -146,6 +153,7 @@ class Builder:
             raise ValueError("owns() needs for_(): owners are mapped to the For kind")
         name = self._name or (self._for.kind.lower() if self._for is not None else "")
         options = dict(self._options)
+        options.setdefault("clock", self._manager.clock)
         manager_metrics = getattr(self._manager, "metrics", None)
         if "metrics" not in options and isinstance(manager_metrics, ControllerMetricsProvider):
             options["metrics"] = manager_metrics

@@ -32,7 +32,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from llmscaler_runtime.cache import InformerCache
-from llmscaler_runtime.clock import Clock
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.events import EventRecorder
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import get_logger
@@ -99,8 +99,13 @@ class Manager:
     ``metrics_bind_address`` / ``health_probe_bind_address``: ``":8080"`` binds all interfaces,
     ``"127.0.0.1:0"`` a random loopback port (read back from :attr:`metrics_port` /
     :attr:`health_port`), ``"0"`` disables. ``registry`` defaults to a fresh per-Manager
-    ``CollectorRegistry``. ``clock`` drives the lease timing (inject a fake in tests).
-    ``cache`` replaces the default ``InformerCache(client, namespace)``.
+    ``CollectorRegistry``. ``clock`` (default :data:`~llmscaler_runtime.clock.SYSTEM_CLOCK`)
+    is the one clock of everything the Manager wires: the lease timing, the Event recorders,
+    the default cache's reflectors, and the controllers built on it with
+    :class:`~llmscaler_runtime.controller.Builder` (read back as :attr:`clock`); inject a fake
+    in tests. The manager's own deadlines (``cache_sync_timeout``, ``graceful_shutdown_timeout``)
+    stay on real time: they bound real waits for threads, which a fake clock nobody steps would
+    never end. ``cache`` replaces the default ``InformerCache(client, namespace, clock=clock)``.
     With leader election enabled, :attr:`client` is a :class:`FencedClient` whose writes fail
     with ``NotLeader`` whenever :meth:`still_leader` is False (``fence_writes=False`` opts out).
 
@@ -134,7 +139,11 @@ class Manager:
         self.namespace = namespace
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
-        self.cache = cache if cache is not None else InformerCache(client, namespace)
+        #: The one clock of this manager, shared by everything it wires (see the class doc).
+        self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
+        self.cache = (
+            cache if cache is not None else InformerCache(client, namespace, clock=self.clock)
+        )
         self.metrics = ControllerMetrics(registry)
         self.registry = self.metrics.registry
         self._install_signals = install_signal_handlers
@@ -170,7 +179,7 @@ class Manager:
             self._elector = LeaderElector(
                 client,
                 le,
-                clock=clock,
+                clock=self.clock,
                 on_started_leading=self._on_started_leading,
                 on_stopped_leading=self._on_stopped_leading,
             )
@@ -233,7 +242,7 @@ class Manager:
         with self._lock:
             rec = self._recorders.get(component)
             if rec is None:
-                rec = EventRecorder(self.unfenced_client, component)
+                rec = EventRecorder(self.unfenced_client, component, clock=self.clock)
                 self._recorders[component] = rec
             return rec
 

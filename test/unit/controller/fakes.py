@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.controller import Request, Result
 
 
@@ -59,8 +60,9 @@ class FakeCache:
 
 
 class FakeManager:
-    def __init__(self, metrics: Any = None) -> None:
+    def __init__(self, metrics: Any = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.cache = FakeCache()
+        self.clock = clock
         self.runnables: list[Any] = []
         if metrics is not None:
             self.metrics = metrics

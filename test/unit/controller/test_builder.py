@@ -14,6 +14,7 @@ from llmscaler_runtime.controller import (
     Result,
     new_predicate_funcs,
 )
+from llmscaler_runtime.testkit import FakeClock
 from test.unit.controller.fakes import FakeManager, RecordingControllerMetrics, ScriptedReconciler
 
 API = "autoscaling.modelsphere.dev/v1alpha1"
@@ -110,6 +111,20 @@ def test_manager_metrics_are_picked_up() -> None:
         assert metrics.wait_results(1) == ["success"]
     finally:
         ctrl.stop(timeout=1)
+
+
+def test_controllers_use_the_manager_clock_unless_given_their_own() -> None:
+    mgr = FakeManager(clock=FakeClock())
+    shared = Builder(mgr).for_(API, "LLMScaler").complete(ScriptedReconciler())
+    own = FakeClock()
+    builder = Builder(mgr).named("own").for_(API, "LLMScaler").with_options(clock=own)
+    separate = builder.complete(ScriptedReconciler())
+    try:
+        assert shared.queue.clock is mgr.clock
+        assert separate.queue.clock is own
+    finally:
+        shared.stop(timeout=1)
+        separate.stop(timeout=1)
 
 
 @pytest.mark.parametrize(

@@ -397,6 +397,32 @@ def test_event_recorder_is_shared_per_component_and_stopped_with_manager() -> No
     assert len(client.of_kind("Event")) == 1  # flushed on shutdown
 
 
+def test_one_clock_stamps_the_lease_and_events_and_times_the_controllers() -> None:
+    from llmscaler_runtime.controller import Builder, Request, Result
+
+    class Noop:
+        def reconcile(self, request: Request) -> Result:
+            return Result()
+
+    clock = FakeClock(1000.0, wall=1_800_000_000.0)
+    client = FakeClient()
+    mgr = make(client, cache=FakeCache(synced=True), leader_election=le("a"), clock=clock)
+    assert mgr.clock is clock
+    ctrl = Builder(mgr).named("noop").complete(Noop())
+    assert ctrl.queue.clock is clock
+    run = Running(mgr)
+    wait_for(mgr.elected.is_set, what="leadership")
+    rec = mgr.event_recorder("llmscaler")
+    rec.event({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}, "Normal", "R", "m")
+    assert rec.flush(5)
+    mgr.stop()
+    assert run.join() == 0
+    [event] = client.of_kind("Event")
+    assert event["firstTimestamp"] == "2027-01-15T08:00:00Z"  # the fake wall clock, not time.time
+    lease = client.lease("ns", "llmscaler-leader")
+    assert lease is not None and lease["spec"]["acquireTime"] == "2027-01-15T08:00:00.000000Z"
+
+
 def test_default_cache_is_the_informer_cache() -> None:
     from llmscaler_runtime.cache import InformerCache
 
