@@ -23,12 +23,23 @@ from typing import Any
 from bench import harness as h
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.cache import InformerCache
+from llmscaler_runtime.clock import SystemClock
 from llmscaler_runtime.controller.types import Request
 from llmscaler_runtime.kube import Client
 from llmscaler_runtime.log import configure_logging
+from llmscaler_runtime.scaling import LLMScalerReconciler, default_steps
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, default_steps
+
+
+class _ShiftedClock(SystemClock):
+    """Real time, with the wall clock moved ahead by ``shift`` seconds (a period per pass)."""
+
+    def __init__(self) -> None:
+        self.shift = 0.0
+
+    def now(self) -> float:
+        return time.time() + self.shift
 
 
 class _NoEvents:
@@ -54,17 +65,17 @@ def main(argv: list[str] | None = None) -> int:
             cache.get_informer(api_version, kind)
         assert cache.wait_for_cache_sync(60), "informer cache did not sync"
         devnull = open(os.devnull, "w")  # noqa: SIM115 - lives for the whole run
-        http = MetricHttpClient(HttpOptions())
-        # Each pass stands for one sync period: the providers' clock moves a period per pass,
-        # so every reconcile fetches (as in the capacity benchmark, one query per scaler)
-        # instead of reusing the answer of the previous pass's tick.
-        shift = [0.0]
-        steps = default_steps(http, clock=lambda: time.time() + shift[0])
-        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=steps)
+        # Each pass stands for one sync period: the one clock's wall time moves a period per
+        # pass, so every reconcile fetches (as in the capacity benchmark, one query per
+        # scaler) instead of reusing the answer of the previous pass's tick.
+        clock = _ShiftedClock()
+        http = MetricHttpClient(HttpOptions(), clock=clock)
+        steps = default_steps(http, clock=clock)
+        rec = LLMScalerReconciler(client, cache, _NoEvents(), steps=steps, clock=clock)
         requests = [Request(s.namespace(i), s.name(i)) for i in range(s.n)]
 
         def one_period() -> None:
-            shift[0] += s.sync_period
+            clock.shift += s.sync_period
             for r in requests:
                 rec.reconcile(r)
 

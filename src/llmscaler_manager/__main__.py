@@ -70,7 +70,7 @@ def run(opts: Options) -> int:
         manager,
         max_concurrent_reconciles=opts.max_concurrent_reconciles,
         http_options=http_options,
-        address_policy=AddressPolicy(opts.allowed_server_addresses),
+        address_policy=AddressPolicy(opts.allowed_server_addresses, clock=manager.clock),
     )
     log.info(
         "starting manager",

@@ -31,12 +31,13 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import urllib3
+
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 
 __all__ = ["AddressNotAllowed", "AddressPolicy", "parse_address_policy"]
 
@@ -87,7 +88,7 @@ class AddressPolicy:
         *,
         resolver: Callable[[str, int | None], list[str]] = _resolve,
         resolve_ttl: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.entries: tuple[str, ...] = tuple(e.strip() for e in entries if e.strip())
         self._parsed = _parse(self.entries)
@@ -147,7 +148,7 @@ class AddressPolicy:
 
     def _addresses(self, host: str, port: int | None) -> list[_IPAddress]:
         key = (host, port)
-        now = self._clock()
+        now = self._clock.monotonic()
         with self._lock:
             cached = self._resolved.get(key)
         if cached is not None and now - cached[0] < self._ttl:

@@ -40,6 +40,7 @@ import urllib3
 from cachetools import LRUCache
 
 from llmscaler_runtime import __version__
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "BadRequestError",
@@ -151,7 +152,7 @@ class MetricHttpClient:
         self,
         options: HttpOptions | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.options = opts = options or HttpOptions()
@@ -263,7 +264,7 @@ class MetricHttpClient:
             return read(self._fetch(url, params, headers, budget))
         request: _Key = (url, tuple(sorted(params.items())), tuple(sorted(headers.items())))
         key: _CacheKey = (request, coalesce, read)
-        asked_at = self._clock()
+        asked_at = self._clock.monotonic()
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None and (
@@ -283,7 +284,7 @@ class MetricHttpClient:
             if isinstance(flight.outcome, BaseException):
                 raise _own_copy(flight.outcome)
             return cast(T, flight.outcome)
-        fetched_at = self._clock()
+        fetched_at = self._clock.monotonic()
         usable = False
         try:
             value = read(self._fetch(url, params, headers, budget))
@@ -308,7 +309,7 @@ class MetricHttpClient:
             _request_target(url, tuple(params.items())),
             {**self._headers, **headers},
             budget,
-            self._clock(),
+            self._clock.monotonic(),
         )
         try:
             return self._retrying(call)
@@ -317,7 +318,7 @@ class MetricHttpClient:
 
     def _attempt(self, call: _Call) -> HttpResponse:
         opts = self.options
-        deadline = self._clock() + opts.timeout
+        deadline = self._clock.monotonic() + opts.timeout
         with self._lock:
             self.requests_sent += 1
         target = call.target
@@ -405,7 +406,7 @@ class MetricHttpClient:
                     raise ResponseTooLarge(
                         f"response exceeds the {opts.max_response_bytes}-byte limit"
                     )
-                if self._clock() > deadline:
+                if self._clock.monotonic() > deadline:
                     raise FetchError(f"response took longer than {opts.timeout:g}s")
                 chunks.append(chunk)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -432,7 +433,7 @@ class _OutOfBudget(tenacity.stop.stop_base):
     """Stop when the pause before another attempt plus that whole attempt would overrun the
     caller's budget (a sync that waits for a dead source must not miss its own schedule)."""
 
-    def __init__(self, clock: Callable[[], float], timeout: float, wait: tenacity.wait.wait_base):
+    def __init__(self, clock: Clock, timeout: float, wait: tenacity.wait.wait_base):
         self._clock = clock
         self._timeout = timeout
         self._wait = wait
@@ -441,7 +442,7 @@ class _OutOfBudget(tenacity.stop.stop_base):
         call = retry_state.fn
         if not isinstance(call, _Call) or call.budget is None:
             return False
-        elapsed = self._clock() - call.started
+        elapsed = self._clock.monotonic() - call.started
         return elapsed + self._wait(retry_state) + self._timeout > call.budget
 
 

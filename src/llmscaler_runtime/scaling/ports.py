@@ -14,14 +14,13 @@ The real implementations are ``kube.Client`` (:class:`ScalerClient`), ``cache.In
 from __future__ import annotations
 
 import builtins
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.controller.builder import InformerSource, ManagerLike
 
 __all__ = [
-    "Clock",
     "EventSink",
     "EventType",
     "IndexFunc",
@@ -31,35 +30,10 @@ __all__ = [
     "ScalerCache",
     "ScalerClient",
     "ScalerManager",
-    "SystemClock",
 ]
 
 EventType = Literal["Normal", "Warning"]
 IndexFunc = Callable[[dict[str, Any]], list[str]]
-
-
-class Clock(Protocol):
-    """The reconciler's two clocks, injected so timing rules test without sleeping.
-
-    ``now`` is wall-clock seconds since the epoch: for timestamps and the sync grid, which all
-    scalers (and all managers) must agree on. ``monotonic`` is for every interval: the
-    stabilization window's history and a sync's time budget. A wall clock that steps (NTP, a
-    VM resumed) must neither expire a window early, and so scale down too soon, nor freeze it.
-    """
-
-    def now(self) -> float: ...
-
-    def monotonic(self) -> float: ...
-
-
-class SystemClock:
-    """The real clock."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
 
 
 class ScalerCache(Protocol):
@@ -174,6 +148,11 @@ class ScalerManager(ManagerLike, Protocol):
 
     @property
     def cache(self) -> ManagerCache: ...
+
+    @property
+    def clock(self) -> Clock:
+        """The manager's one clock; the reconciler and its steps share it."""
+        ...
 
     def event_recorder(self, component: str) -> EventSink: ...
 

@@ -34,6 +34,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     MetricProvider,
     SpecError,
 )
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.controller.types import Request, Result
 from llmscaler_runtime.kube.errors import ApiError
 from llmscaler_runtime.log import get_logger
@@ -42,14 +43,7 @@ from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.decision_log import log_decision
 from llmscaler_runtime.scaling.memory import ScalerMemory
 from llmscaler_runtime.scaling.pacing import HistoryStore
-from llmscaler_runtime.scaling.ports import (
-    Clock,
-    EventSink,
-    EventType,
-    ScalerCache,
-    ScalerClient,
-    SystemClock,
-)
+from llmscaler_runtime.scaling.ports import EventSink, EventType, ScalerCache, ScalerClient
 from llmscaler_runtime.scaling.reasons import EventReason
 from llmscaler_runtime.scaling.resolve import Problem, owned_target, requestable
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
@@ -59,17 +53,7 @@ from llmscaler_runtime.scaling.steps import Steps, default_steps
 from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
 from llmscaler_runtime.scaling.victims import plan_victims
 
-__all__ = [
-    "DEFAULT_RETRY_PERIOD",
-    "Clock",
-    "EventSink",
-    "LLMScalerReconciler",
-    "ScalerCache",
-    "ScalerClient",
-    "Steps",
-    "SystemClock",
-    "default_steps",
-]
+__all__ = ["DEFAULT_RETRY_PERIOD", "LLMScalerReconciler"]
 
 DEFAULT_RETRY_PERIOD = 10.0
 _log = get_logger("llmscaler.scaling")
@@ -104,13 +88,14 @@ class LLMScalerReconciler:
         self.client = client
         self.cache = cache
         self.recorder = recorder
-        self.steps = steps or default_steps()
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        # the default steps read the same clock: its wall time is the sync grid both use
+        self.steps = steps or default_steps(clock=self.clock)
         self.leader_check = leader_check
         self.memory = ScalerMemory(history)
         self.align_syncs = align_syncs
         self.address_policy = address_policy or AddressPolicy()
-        self.secret_headers = secret_headers or SecretHeaderResolver(client)
+        self.secret_headers = secret_headers or SecretHeaderResolver(client, clock=self.clock)
 
     @property
     def history(self) -> HistoryStore:

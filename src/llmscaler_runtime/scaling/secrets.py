@@ -17,13 +17,13 @@ from __future__ import annotations
 import base64
 import binascii
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from cachetools import LRUCache
 
 from llmscaler_runtime.api.v1alpha1 import FrozenMap, HeaderSource
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.kube.errors import ApiError, Forbidden, NotFound
 
 __all__ = [
@@ -113,7 +113,7 @@ class SecretHeaderResolver:
         *,
         ttl: float = 30.0,
         error_ttl: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         max_secrets: int = 4096,
     ) -> None:
         self.client = client
@@ -168,7 +168,7 @@ class SecretHeaderResolver:
         return value
 
     def _entry(self, namespace: str, name: str) -> _Entry:
-        now = self._clock()
+        now = self._clock.monotonic()
         cache_key = (namespace, name)
         with self._lock:
             entry = self._cache.get(cache_key)

@@ -37,14 +37,16 @@ def setup(
     manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
     default): it is how the one-writer rule is seen in ``managedFields``.
     """
+    clock = manager.clock  # one clock: the sync grid, the coalescing tick and every budget
     if steps is None:
-        steps = default_steps(MetricHttpClient(http_options))
+        steps = default_steps(MetricHttpClient(http_options, clock=clock), clock=clock)
     manager.cache.add_indexers(API_VERSION, KIND, {TARGET_INDEX: target_index})
     reconciler = LLMScalerReconciler(
         manager.client,
         manager.cache,
         manager.event_recorder(EVENT_COMPONENT),
         steps=steps,
+        clock=clock,
         leader_check=manager.is_leader,
         address_policy=address_policy,
     )

@@ -9,11 +9,9 @@ the real recommendation, pacing, guard, victim and write code on a virtual clust
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import attrs
 
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.scaling.conflicts import ConflictResolver, OldestScalerWins
 from llmscaler_runtime.scaling.guards import DeploymentRolloutGuard, RolloutGuard
 from llmscaler_runtime.scaling.http import MetricHttpClient
@@ -42,15 +40,14 @@ class Steps:
     conflicts: ConflictResolver = attrs.field(factory=OldestScalerWins)
 
 
-def default_steps(
-    http: MetricHttpClient | None = None, *, clock: Callable[[], float] = time.time
-) -> Steps:
+def default_steps(http: MetricHttpClient | None = None, *, clock: Clock = SYSTEM_CLOCK) -> Steps:
     """The standard pipeline, with both providers sharing one HTTP client.
 
-    ``clock`` is the wall clock the providers use to find the sync tick their fetches are
-    shared within (the same grid the reconciler schedules syncs on).
+    ``clock`` must be the reconciler's clock: its wall time picks the sync tick the
+    providers' fetches are shared within, which is the grid the reconciler schedules syncs
+    on. (A client built here gets the same clock for its budgets.)
     """
-    http = http or MetricHttpClient()
+    http = http or MetricHttpClient(clock=clock)
     prometheus = PrometheusProvider(http, clock)
     return Steps(
         fetcher=ProviderFetcher(prometheus=prometheus, custom=DecisionProvider(http, clock)),

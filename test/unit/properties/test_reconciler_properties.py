@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND, LLMScaler
 from llmscaler_runtime.controller.types import Request
-from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps
+from llmscaler_runtime.scaling import LLMScalerReconciler, Steps
 
 from ..scaling.fakes import (
     FakeCache,
@@ -59,7 +59,7 @@ class Cluster:
     def __init__(self, obj: dict[str, Any], replicas: int) -> None:
         self.cluster = FakeCluster()
         self.cluster.auto_settle = False  # each step says what the fleet looks like
-        self.clock = FakeClock(T0)
+        self.clock = FakeClock(T0, wall=T0)
         self.fetcher = StaticFetcher()
         self.cluster.put(obj)
         self.cluster.put(deployment(replicas=replicas, generation=GENERATION))

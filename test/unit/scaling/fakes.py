@@ -17,30 +17,9 @@ from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.kube.errors import ApiError, InternalError, NotFound
 from llmscaler_runtime.scaling.providers.base import MetricError
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
+from llmscaler_runtime.testkit import FakeClock
 
-
-class FakeClock:
-    """Epoch seconds that only move when a test says so, and a monotonic clock beside them.
-
-    :meth:`step` moves both, as time passing does; :meth:`step_wall` moves only the wall clock,
-    as NTP or a resumed VM does.
-    """
-
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.t = now
-        self.wall_offset = 0.0
-
-    def now(self) -> float:
-        return self.t + self.wall_offset
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def step(self, seconds: float) -> None:
-        self.t += seconds
-
-    def step_wall(self, seconds: float) -> None:
-        self.wall_offset += seconds
+__all__ = ["FakeClock"]  # the test kit's one fake clock, re-exported for the scaling tests
 
 
 def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:

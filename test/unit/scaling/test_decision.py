@@ -13,6 +13,7 @@ from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.providers import DecisionProvider, MetricError, parse_decision
 from llmscaler_runtime.scaling.providers.base import ProviderFetcher
 from llmscaler_runtime.scaling.types import Measurement, MetricReading
+from llmscaler_runtime.testkit import FakeClock
 
 from .fakes import scaler_obj
 from .httpserver import Reply, ScriptedServer, held, json_reply, together
@@ -203,7 +204,7 @@ NOW = 1_800_000_000.0
 
 def ticking() -> DecisionProvider:
     """A provider whose wall clock stands still: every call falls in the same tick."""
-    return DecisionProvider(MetricHttpClient(HTTP), clock=lambda: NOW)
+    return DecisionProvider(MetricHttpClient(HTTP), clock=FakeClock(wall=NOW))
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from llmscaler_runtime.scaling.http import FetchError, HttpOptions, HttpResponse, MetricHttpClient
+from llmscaler_runtime.testkit import FakeClock
 
 from .httpserver import Reply, ScriptedServer, Seen, held, together
 
@@ -155,15 +156,13 @@ def test_coalescing_keys_on_url_query_and_headers(server: ScriptedServer) -> Non
 
 def test_coalesced_answer_expires_after_ttl(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(200, b"{}")
-    now = [0.0]
-    http = MetricHttpClient(
-        HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=lambda: now[0]
-    )
+    clock = FakeClock()
+    http = MetricHttpClient(HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=clock)
     http.get(server.url + "/q")
-    now[0] = 0.9
+    clock.set(0.9)
     http.get(server.url + "/q")
     assert server.hits() == 1
-    now[0] = 1.1
+    clock.set(1.1)
     http.get(server.url + "/q")
     assert server.hits() == 2
 
@@ -173,10 +172,8 @@ TOKEN = (6, 0.25, 300_000_000)  # a scaler's (period, phase, tick), as the provi
 
 @pytest.mark.parametrize("token", [None, TOKEN], ids=["ttl", "token"])
 def test_a_failure_is_never_served_to_a_later_caller(token: tuple[int, float, int] | None) -> None:
-    now = [0.0]
-    http = MetricHttpClient(
-        HttpOptions(timeout=0.5, max_attempts=1, coalesce_ttl=1.0), clock=lambda: now[0]
-    )
+    clock = FakeClock()
+    http = MetricHttpClient(HttpOptions(timeout=0.5, max_attempts=1, coalesce_ttl=1.0), clock=clock)
     url = f"http://127.0.0.1:{free_port()}/"
     with pytest.raises(FetchError):
         http.get(url, coalesce=token)
@@ -344,16 +341,16 @@ def test_trickling_body_is_cut_off_at_the_total_timeout(server: ScriptedServer) 
 
 def test_the_pause_before_a_retry_counts_against_the_budget(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(503, b"busy")
-    now = [0.0]
+    clock = FakeClock()
 
     def sleep(seconds: float) -> None:
-        now[0] += seconds
+        clock.step(seconds)
 
     opts = attrs.evolve(FAST, max_attempts=5, timeout=0.5, retry_wait=1.0)
-    http = MetricHttpClient(opts, clock=lambda: now[0], sleep=sleep)
+    http = MetricHttpClient(opts, clock=clock, sleep=sleep)
     # an attempt fits (0.5 s) but the 1 s pause before it does not: 1.0 + 0.5 > 1.2
     assert http.get(server.url + "/down", budget=1.2).status == 503
-    assert server.hits() == 1 and now[0] == 0.0
+    assert server.hits() == 1 and clock.monotonic() == 0.0
     # with room for pause and attempt, it retries (and stops once the room is gone)
     assert http.get(server.url + "/down2", budget=1.6).status == 503
     assert server.hits() == 3
@@ -369,12 +366,10 @@ def test_an_oversized_body_is_not_retried(server: ScriptedServer, declared: bool
 
 def test_a_coalescing_token_shares_answers_regardless_of_age(server: ScriptedServer) -> None:
     server.respond = lambda _r: Reply(200, b"{}")
-    now = [0.0]
-    http = MetricHttpClient(
-        HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=lambda: now[0]
-    )
+    clock = FakeClock()
+    http = MetricHttpClient(HttpOptions(timeout=1, retry_wait=0, coalesce_ttl=1.0), clock=clock)
     http.get(server.url + "/q", coalesce=(15, 7))
-    now[0] = 12.0  # far older than the TTL: the same tick still shares it
+    clock.set(12.0)  # far older than the TTL: the same tick still shares it
     http.get(server.url + "/q", coalesce=(15, 7))
     assert server.hits() == 1
     http.get(server.url + "/q", coalesce=(15, 8))  # the next tick fetches afresh

@@ -11,6 +11,7 @@ from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.providers import MetricError, PrometheusProvider
 from llmscaler_runtime.scaling.providers.prometheus import parse_query_response, query_url
 from llmscaler_runtime.scaling.types import MetricReading
+from llmscaler_runtime.testkit import FakeClock
 
 from .fakes import scaler_obj
 from .httpserver import Reply, ScriptedServer, held, json_reply, prom_vector, together
@@ -190,7 +191,7 @@ NOW = 1_800_000_000.0
 
 def ticking() -> PrometheusProvider:
     """A provider whose wall clock stands still: every call falls in the same tick."""
-    return PrometheusProvider(MetricHttpClient(HTTP), clock=lambda: NOW)
+    return PrometheusProvider(MetricHttpClient(HTTP), clock=FakeClock(wall=NOW))
 
 
 @pytest.mark.parametrize(

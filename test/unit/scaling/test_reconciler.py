@@ -9,7 +9,7 @@ import structlog
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.controller.types import Request, Result
-from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps
+from llmscaler_runtime.scaling import LLMScalerReconciler, Steps
 from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
 from llmscaler_runtime.scaling.victims import VICTIM_COST
 
@@ -631,11 +631,11 @@ def test_scale_to_zero_marks_no_pods(w: World) -> None:
     assert w.replicas() == 0 and w.pod_patches() == {}
 
 
-def _over_real_http(server: Any, now: list[float], **options: Any) -> tuple[Any, Any]:
+def _over_real_http(server: Any, clock: FakeClock, **options: Any) -> tuple[Any, Any]:
     """A cluster and a reconciler whose providers query ``server`` over the real transport,
-    with the providers' wall clock read from ``now[0]``; Prometheus answers 2."""
+    all on the one ``clock``; Prometheus answers 2."""
+    from llmscaler_runtime.scaling import default_steps
     from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-    from llmscaler_runtime.scaling.reconciler import default_steps
 
     from .httpserver import prom_vector
 
@@ -645,8 +645,8 @@ def _over_real_http(server: Any, now: list[float], **options: Any) -> tuple[Any,
         FakeClient(cluster),
         FakeCache(cluster),
         FakeRecorder(),
-        steps=default_steps(MetricHttpClient(HttpOptions(**options)), clock=lambda: now[0]),
-        clock=FakeClock(),
+        steps=default_steps(MetricHttpClient(HttpOptions(**options), clock=clock), clock=clock),
+        clock=clock,
         align_syncs=False,
     )
     return cluster, reconciler
@@ -662,11 +662,11 @@ def _put_scaler_on(server: Any, cluster: Any, name: str, web: str, replicas: int
 
 
 def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -> None:
-    now = [1_800_000_000.0]  # wall clock on a tick of the 15 s grid
-    cluster, reconciler = _over_real_http(server, now, timeout=1, coalesce_ttl=1.0)
+    clock = FakeClock(wall=1_800_000_000.0)  # wall clock on a tick of the 15 s grid
+    cluster, reconciler = _over_real_http(server, clock, timeout=1, coalesce_ttl=1.0)
     for i in range(20):
         obj = _put_scaler_on(server, cluster, f"s{i}", f"web{i}", replicas=1)
-    now[0] += _phase(obj)
+    clock.step(_phase(obj))
     for i in range(20):
         assert reconciler.reconcile(Request("ns", f"s{i}")) == SYNC
     assert server.hits() == 1
@@ -674,7 +674,7 @@ def test_many_scalers_with_one_query_hit_prometheus_once_per_tick(server: Any) -
         cluster.obj("apps/v1", "Deployment", "ns", f"web{i}")["spec"]["replicas"] == 2
         for i in range(20)
     )
-    now[0] += 15.0  # next tick: one more query, shared again
+    clock.step(15.0)  # next tick: one more query, shared again
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -687,18 +687,18 @@ def test_retries_within_a_tick_ask_a_failing_source_again(server: Any, provider:
     retryPeriodSeconds meaningless for metric failures."""
     from .httpserver import Reply, prom_vector
 
-    now = [1_800_000_000.0]
-    cluster, reconciler = _over_real_http(server, now, timeout=1, max_attempts=1)
+    clock = FakeClock(wall=1_800_000_000.0)
+    cluster, reconciler = _over_real_http(server, clock, timeout=1, max_attempts=1)
     obj = scaler_obj(provider=provider, sync=6, retry=1)
     obj["spec"]["serverAddress"] = server.url
     cluster.put(obj)
     cluster.put(deployment(replicas=2))
     server.respond = lambda _r: Reply(500, b'{"status": "error", "error": "boom"}')
-    now[0] += _phase(obj)  # on this scaler's tick: the next five seconds are the same tick
+    clock.step(_phase(obj))  # on this scaler's tick: the next five seconds are the same tick
     for retry in range(5):
         assert reconciler.reconcile(Request("ns", "s")) == Result(requeue_after=1.0)
         assert server.hits() == retry + 1
-        now[0] += 1.0
+        clock.step(1.0)
     if provider == "Prometheus":  # the source recovers: the next retry scales at once
         server.respond = lambda _r: prom_vector(({}, "2"))
         assert reconciler.reconcile(Request("ns", "s")) == Result(requeue_after=6.0)
@@ -811,21 +811,21 @@ def test_conditions_say_what_happened_and_what_holds_the_fleet(w: World) -> None
 def test_a_repeated_failure_repeats_the_same_event_so_the_recorder_can_fold_it(
     server: Any,
 ) -> None:
+    from llmscaler_runtime.scaling import default_steps
     from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-    from llmscaler_runtime.scaling.reconciler import default_steps
 
     from .httpserver import prom_vector
 
     server.respond = lambda _r: prom_vector(({"pod": "a"}, "1"), ({"pod": "b"}, "2"))
     cluster = FakeCluster()
     recorder = FakeRecorder()
-    http = MetricHttpClient(HttpOptions(timeout=1, max_attempts=1, coalesce_ttl=0))
     clock = FakeClock()
+    http = MetricHttpClient(HttpOptions(timeout=1, max_attempts=1, coalesce_ttl=0), clock=clock)
     reconciler = LLMScalerReconciler(
         FakeClient(cluster),
         FakeCache(cluster),
         recorder,
-        steps=default_steps(http),
+        steps=default_steps(http, clock=clock),
         clock=clock,
     )
     obj = scaler_obj()
@@ -850,7 +850,7 @@ def test_successful_sync_requeues_to_the_next_tick_of_the_period_grid(w: World) 
     w.cluster.put(deployment(replicas=2))
     w.fetcher.set_value(1.0)
     phase = phase_of(LLMScaler.from_dict(w.scaler()).spec)
-    w.clock.t = 1_800_000_000.0 + phase + 4.0  # 4 s past one of this scaler's ticks
+    w.clock.step(1_800_000_000.0 + phase + 4.0 - w.clock.now())  # 4 s past one of its ticks
     aligned = w.new_reconciler(align_syncs=True)
     delay = aligned.reconcile(Request("ns", "s")).requeue_after
     assert delay == pytest.approx(11.0)
@@ -859,23 +859,23 @@ def test_successful_sync_requeues_to_the_next_tick_of_the_period_grid(w: World) 
 
 def test_failed_sync_still_uses_the_plain_retry_period(w: World) -> None:
     w.cluster.put(scaler_obj())
-    w.clock.t = 1_800_000_004.0
+    w.clock.step(4.0)
     assert w.sync() == RETRY  # target missing
 
 
 def test_scalers_sharing_a_query_coalesce_across_a_tick_burst(server: Any) -> None:
     """20 scalers evaluated over several seconds of one tick send Prometheus one query; the
     next tick fetches afresh."""
-    now = [1_800_000_000.0]  # on a tick of the 15 s grid
-    cluster, reconciler = _over_real_http(server, now, timeout=1)
+    clock = FakeClock(wall=1_800_000_000.0)  # on a tick of the 15 s grid
+    cluster, reconciler = _over_real_http(server, clock, timeout=1)
     for i in range(20):
         obj = _put_scaler_on(server, cluster, f"s{i}", f"web{i}", replicas=2)
-    tick = now[0] + _phase(obj)  # scalers asking the same query share this phase
+    tick = clock.now() + _phase(obj)  # scalers asking the same query share this phase
     for i in range(20):
-        now[0] = tick + i * 0.6  # a 12 s burst, far beyond the default 1 s TTL
+        clock.step(tick + i * 0.6 - clock.now())  # a 12 s burst, far beyond the default 1 s TTL
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 1
-    now[0] = tick + 15.0  # the next tick fetches afresh
+    clock.step(tick + 15.0 - clock.now())  # the next tick fetches afresh
     for i in range(20):
         reconciler.reconcile(Request("ns", f"s{i}"))
     assert server.hits() == 2
@@ -994,12 +994,14 @@ def test_a_status_field_the_operator_does_not_own_is_still_cleared(w: World) -> 
 def test_an_off_grid_fetch_is_not_reused_by_the_next_tick(server: Any) -> None:
     """A sync outside the grid (a new or edited scaler) must not hand its answer to the tick
     that follows a few seconds later: that tick measures afresh."""
-    now = [1_800_000_007.6]  # half a period into a tick (shifted by the phase below)
-    cluster, reconciler = _over_real_http(server, now, timeout=1)
+    clock = FakeClock(
+        wall=1_800_000_007.6
+    )  # half a period into a tick (shifted by the phase below)
+    cluster, reconciler = _over_real_http(server, clock, timeout=1)
     obj = _put_scaler_on(server, cluster, "s", "web", replicas=2)
-    now[0] += _phase(obj)
+    clock.step(_phase(obj))
     reconciler.reconcile(Request("ns", "s"))
-    now[0] += 7.4  # the scaler's next tick
+    clock.step(7.4)  # the scaler's next tick
     reconciler.reconcile(Request("ns", "s"))
     assert server.hits() == 2
 

@@ -129,13 +129,13 @@ def test_deny_entries_win_even_for_names_allowed_by_name() -> None:
 
 
 def test_resolutions_are_cached_for_the_ttl() -> None:
-    clock = [0.0]
+    clock = FakeClock()
     resolver = fake_dns({"prom.svc": ["10.0.0.5"]})
-    p = parse_address_policy("10.0.0.0/8", resolver=resolver, clock=lambda: clock[0])
+    p = parse_address_policy("10.0.0.0/8", resolver=resolver, clock=clock)
     for _ in range(5):
         p.check("http://prom.svc:9090")
     assert resolver.calls == ["prom.svc"]
-    clock[0] = 31.0
+    clock.set(31.0)
     p.check("http://prom.svc:9090")
     assert resolver.calls == ["prom.svc", "prom.svc"]
 
@@ -207,9 +207,9 @@ def getter() -> Getter:
 
 
 def test_values_are_read_once_per_ttl_and_merged_with_literal_headers(getter: Getter) -> None:
-    clock = [0.0]
+    clock = FakeClock()
     getter.put("ns", "auth", token=f"Bearer {CANARY}\n")  # a file's trailing newline is dropped
-    r = SecretHeaderResolver(getter, clock=lambda: clock[0])
+    r = SecretHeaderResolver(getter, clock=clock)
     sources = [from_secret("Authorization", "auth", "token"), HeaderSource("X-Org", value="a")]
     for _ in range(10):
         headers = r.headers("ns", sources, {"X-Plain": "p"})
@@ -219,11 +219,11 @@ def test_values_are_read_once_per_ttl_and_merged_with_literal_headers(getter: Ge
         "X-Org": "a",
     }
     assert getter.gets == [("ns", "auth")], "one GET per Secret and TTL, not per sync"
-    clock[0] = 29.0
+    clock.set(29.0)
     r.headers("ns", sources)
     assert len(getter.gets) == 1
     getter.put("ns", "auth", rv="2", token="Bearer rotated")
-    clock[0] = 31.0
+    clock.set(31.0)
     assert r.headers("ns", sources)["Authorization"] == "Bearer rotated"
     assert len(getter.gets) == 2
 
@@ -263,17 +263,17 @@ def test_values_that_cannot_be_a_header_are_refused_without_echo(
 
 
 def test_forbidden_is_its_own_reason_and_errors_are_cached_briefly(getter: Getter) -> None:
-    clock = [0.0]
+    clock = FakeClock()
     getter.put("ns", "auth", token=CANARY)
     getter.forbidden = True
-    r = SecretHeaderResolver(getter, clock=lambda: clock[0])
+    r = SecretHeaderResolver(getter, clock=clock)
     for _ in range(3):
         with pytest.raises(SecretHeaderError) as err:
             r.headers("ns", [from_secret("A", "auth", "token")])
         assert err.value.reason == SECRET_FORBIDDEN and "rbac.secretHeaders" in str(err.value)
     assert len(getter.gets) == 1
     getter.forbidden = False
-    clock[0] = 6.0  # error_ttl (5 s) later the Secret is asked for again
+    clock.set(6.0)  # error_ttl (5 s) later the Secret is asked for again
     assert r.headers("ns", [from_secret("A", "auth", "token")])["A"] == CANARY
 
 

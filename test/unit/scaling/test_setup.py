@@ -10,7 +10,7 @@ from llmscaler_runtime.scaling import HttpOptions, setup
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 
-from .fakes import FakeCache, FakeClient, FakeCluster, FakeRecorder, scaler_obj
+from .fakes import FakeCache, FakeClient, FakeClock, FakeCluster, FakeRecorder, scaler_obj
 
 
 class FakeInformer:
@@ -54,6 +54,7 @@ class FakeManager:
         self.cluster = FakeCluster()
         self.client = FakeClient(self.cluster)
         self.cache = InformingCache(self.cluster)
+        self.clock = FakeClock()
         self.added: list[Any] = []
         self.recorders: list[str] = []
 
@@ -77,6 +78,7 @@ def test_setup_registers_a_generation_filtered_llmscaler_controller() -> None:
     assert mgr.recorders == ["llmscaler-operator"]
     assert mgr.cache.indexers == {(API_VERSION, KIND): {TARGET_INDEX}}
     assert controller.reconciler.leader_check == mgr.is_leader
+    assert controller.reconciler.clock is mgr.clock  # one clock, shared with the manager
     informer = mgr.cache.informers[(API_VERSION, KIND)]
     old = scaler_obj()
     status_only = {**old, "status": {"currentReplicas": 3}}

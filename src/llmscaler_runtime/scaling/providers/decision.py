@@ -15,13 +15,13 @@ share a decision only when it was usable for them; a failed one is asked for aga
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.scaling.http import (
     FetchError,
     HttpResponse,
@@ -154,7 +154,7 @@ class DecisionProvider:
     """Asks the decision server for this scaler's replica count."""
 
     http: MetricHttpClient
-    clock: Callable[[], float] = time.time  # wall clock: picks the sync tick for coalescing
+    clock: Clock = SYSTEM_CLOCK  # its wall time picks the sync tick for coalescing
 
     def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:
         spec = scaler.spec
@@ -173,7 +173,7 @@ class DecisionProvider:
                 params={"serviceId": custom.service_id},
                 headers=spec.server_headers,
                 budget=budget,
-                coalesce=coalesce_token(spec, self.clock()),
+                coalesce=coalesce_token(spec, self.clock.now()),
             )
         except FetchError as exc:
             return Measurement(provider, error=f"cannot reach decision server {url}: {exc}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable, Hashable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, SpecError
+from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.scaling.http import (
     FetchError,
     HttpResponse,
@@ -165,7 +165,7 @@ class PrometheusProvider:
     """Fetches each metric of a scaler; also serves per-pod deletion costs."""
 
     http: MetricHttpClient
-    clock: Callable[[], float] = time.time  # wall clock: picks the sync tick for coalescing
+    clock: Clock = SYSTEM_CLOCK  # its wall time picks the sync tick for coalescing
 
     def query(
         self,
@@ -214,7 +214,7 @@ class PrometheusProvider:
             query,
             spec.server_headers,
             budget,
-            coalesce_token(spec, self.clock()),
+            coalesce_token(spec, self.clock.now()),
         )
 
     def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:
