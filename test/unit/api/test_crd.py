@@ -19,16 +19,22 @@ import yaml
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, SpecError, parse_target
-from llmscaler_runtime.api.v1alpha1._codec import (
-    RULE_CHECKS,
+from llmscaler_runtime.api.v1alpha1 import (
+    LLMScalerSpec,
+    LLMScalerStatus,
+    ScaleDown,
+    SpecError,
+    parse_target,
+)
+from llmscaler_runtime.api.v1alpha1._meta import NO_VALUE, Rule, field_metas, type_meta
+from llmscaler_runtime.api.v1alpha1.codec import (
     _decode_value,
     _Problems,
+    api_types,
     decode_object,
     type_hints,
 )
 from llmscaler_runtime.api.v1alpha1.crd import crd_manifest, iter_rules, render_crd_yaml
-from llmscaler_runtime.api.v1alpha1.fields import FIELDS, NO_VALUE, TYPES, Rule
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_PATH = ROOT / "config/crd/bases/autoscaling.modelsphere.dev_llmscalers.yaml"
@@ -115,10 +121,14 @@ def test_schema_defaults_bounds_and_status_shape() -> None:
     assert status["lastScaleTime"]["format"] == "date-time"
 
 
+API_TYPES = api_types(LLMScalerSpec, LLMScalerStatus)
+
+
 def test_every_field_has_metadata_and_defaults_match_the_attrs_defaults() -> None:
-    for cls, metas in FIELDS.items():
+    for cls in API_TYPES:
+        metas = field_metas(cls)  # raises TypeError for a field declared without schema()
         assert set(metas) == {f.name for f in attrs.fields(cls)}, cls
-        assert cls in TYPES
+        type_meta(cls)  # raises TypeError for a type without @api_type
         for field in attrs.fields(cls):
             meta = metas[field.name]
             if meta.default is NO_VALUE or field.default is attrs.NOTHING:
@@ -188,7 +198,7 @@ TARGETS = [
 @pytest.mark.parametrize("target", TARGETS)
 def test_target_rule_agrees_with_the_parser(target: str) -> None:
     (rule,) = _rules_by_path()[".spec.metrics[].target"]
-    python_ok = RULE_CHECKS[_rule_for(rule)](target) is None
+    python_ok = _rule_for(rule).check(target) is None
     assert _cel(rule["rule"], target) == python_ok
 
 
@@ -215,7 +225,9 @@ def test_target_rule_and_parser_agree_on_random_strings() -> None:
 
 
 def _rule_for(entry: dict[str, Any]) -> Rule:
-    return next(r for r in RULE_CHECKS if r.rule == entry["rule"])
+    rules = [r for cls in API_TYPES for r in type_meta(cls).rules]
+    rules += [r for cls in API_TYPES for m in field_metas(cls).values() for r in m.rules]
+    return next(r for r in rules if r.rule == entry["rule"])
 
 
 def _spec(**over: Any) -> dict[str, Any]:
@@ -270,7 +282,7 @@ def test_header_entry_rule_agrees_with_the_parser(name: str) -> None:
     entry, valid = HEADER_ENTRIES[name]
     (rule,) = _rules_by_path()[".spec.serverHeadersFrom[]"]
     assert rule["message"].startswith("exactly one of value and valueFrom")
-    assert _cel(rule["rule"], entry) == (RULE_CHECKS[_rule_for(rule)](entry) is None) == valid
+    assert _cel(rule["rule"], entry) == (_rule_for(rule).check(entry) is None) == valid
     spec = _spec(serverHeadersFrom=[entry])
     if valid:
         LLMScalerSpec.from_dict(spec)
@@ -295,9 +307,7 @@ def test_server_headers_from_schema() -> None:
 def test_spec_rules_agree_with_the_parser(name: str) -> None:
     spec, valid = SPECS[name]
     cel_ok = all(_cel(entry["rule"], spec) for entry in _rules_by_path()[".spec"])
-    python_ok = all(
-        RULE_CHECKS[_rule_for(entry)](spec) is None for entry in _rules_by_path()[".spec"]
-    )
+    python_ok = all(_rule_for(entry).check(spec) is None for entry in _rules_by_path()[".spec"])
     assert cel_ok == python_ok == valid
     if valid:
         LLMScalerSpec.from_dict(spec)

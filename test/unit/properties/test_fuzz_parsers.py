@@ -25,9 +25,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, SpecError
-from llmscaler_runtime.api.v1alpha1._codec import type_hints, unwrap_optional
-from llmscaler_runtime.api.v1alpha1.fields import FIELDS
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, LLMScalerStatus, SpecError
+from llmscaler_runtime.api.v1alpha1._meta import field_metas
+from llmscaler_runtime.api.v1alpha1.codec import api_types, type_hints, unwrap_optional
 from llmscaler_runtime.scaling.http import HttpResponse
 from llmscaler_runtime.scaling.providers.base import MetricError
 from llmscaler_runtime.scaling.providers.decision import DECISION_API_VERSION, parse_decision
@@ -443,9 +443,15 @@ SCALER_VALID: list[dict[str, Any]] = [
         },
     },
 ]
-# Every JSON field name the parser knows (the field table also drives the CRD), so a field
+# Every JSON field name the parser knows (the field metadata also drives the CRD), so a field
 # added to the API is fuzzed without touching this file.
-SPEC_KEYS = sorted({meta.json for metas in FIELDS.values() for meta in metas.values()})
+SPEC_KEYS = sorted(
+    {
+        meta.json
+        for cls in api_types(LLMScalerSpec, LLMScalerStatus)
+        for meta in field_metas(cls).values()
+    }
+)
 
 
 def shaped(hint: Any) -> st.SearchStrategy[Any]:
@@ -454,7 +460,7 @@ def shaped(hint: Any) -> st.SearchStrategy[Any]:
     hint = unwrap_optional(hint)
     if attrs.has(hint):
         hints = type_hints(hint)
-        fields = {meta.json: shaped(hints[name]) for name, meta in FIELDS[hint].items()}
+        fields = {meta.json: shaped(hints[name]) for name, meta in field_metas(hint).items()}
         return st.fixed_dictionaries({}, optional=fields) | SMALL_JSON
     if typing.get_origin(hint) is tuple:
         return st.lists(shaped(typing.get_args(hint)[0]), max_size=3) | SMALL_JSON

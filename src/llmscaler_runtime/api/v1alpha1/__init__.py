@@ -2,9 +2,12 @@
 
 The types are immutable and parsed strictly (:meth:`LLMScaler.from_dict` raises
 :class:`SpecError` listing every problem); the CRD under ``config/crd/bases`` is generated from
-the same field table by ``hack/gen_crd.py``.
+the metadata each field carries by ``hack/gen_crd.py``. The modules depend one way:
+``_meta`` (the metadata vocabulary) <- ``codec`` (decode/encode by that metadata) <- ``types``
+(the API, declared once) <- ``crd`` (the generator).
 """
 
+from .codec import SpecError
 from .types import (
     API_VERSION,
     GROUP,
@@ -28,7 +31,6 @@ from .types import (
     ScaleDown,
     ScaleDownBehavior,
     SecretKeySelector,
-    SpecError,
     TargetRef,
     parse_target,
 )

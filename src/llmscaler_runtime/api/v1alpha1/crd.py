@@ -1,4 +1,4 @@
-"""Render the LLMScaler CustomResourceDefinition from the types and :mod:`.fields`.
+"""Render the LLMScaler CustomResourceDefinition from the types' own field metadata.
 
 ``hack/gen_crd.py`` writes the result to ``config/crd/bases``; tests regenerate it and compare,
 so the committed CRD always matches what the parser enforces.
@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 import yaml
 
-from ._codec import type_hints, unwrap_optional
-from .fields import FIELDS, NO_VALUE, TYPES, FieldMeta, Rule
+from ._meta import NO_VALUE, FieldMeta, Rule, field_metas, type_meta
+from .codec import type_hints, unwrap_optional
 from .types import (
     GROUP,
     KIND,
@@ -56,15 +56,14 @@ def _object_schema(cls: type) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     hints = type_hints(cls)
-    for field in attrs.fields(cls):
-        meta = FIELDS[cls][field.name]
-        props[meta.json] = _field_schema(hints[field.name], meta)
+    for name, meta in field_metas(cls).items():
+        props[meta.json] = _field_schema(hints[name], meta)
         if meta.required:
             required.append(meta.json)
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
-    rules = TYPES[cls].rules
+    rules = type_meta(cls).rules
     if rules:
         schema["x-kubernetes-validations"] = [_rule_json(r) for r in rules]
     return schema
@@ -74,7 +73,7 @@ def _type_schema(hint: Any) -> dict[str, Any]:
     hint = unwrap_optional(hint)
     if attrs.has(hint):
         schema = _object_schema(hint)
-        return {"description": TYPES[hint].description, **schema}
+        return {"description": type_meta(hint).description, **schema}
     origin = typing.get_origin(hint)
     if origin is tuple:
         return {"type": "array", "items": _type_schema(typing.get_args(hint)[0])}

@@ -5,9 +5,11 @@ rule is applied in one place. The parser deliberately re-checks what the CRD sch
 an object may have been stored before the CRD gained a rule, or on a cluster that never ran
 CEL, and the controller must not act on a spec the API server would reject today.
 
-Decoding and encoding live in :mod:`._codec` and the field metadata (JSON names, defaults,
-bounds, descriptions) in :mod:`.fields`; the CRD is generated from that same table, so the
-schema and the parser cannot drift apart.
+Each field carries its own JSON name, description, bounds and rules
+(``attrs.field(metadata=schema(...))``) and each type its description and cross-field rules
+(``@api_type``), so adding a field is one declaration here; :mod:`.codec` parses by that
+metadata and :mod:`.crd` renders the CRD from it, so the schema and the parser cannot drift
+apart. This module imports the codec, never the other way round.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from typing import Any
 
 import attrs
 
+from . import codec
+from ._meta import Rule, api_type, schema
+from .codec import SpecError, is_int, shown
+
 GROUP = "autoscaling.modelsphere.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -29,8 +35,8 @@ PLURAL = "llmscalers"
 SINGULAR = "llmscaler"
 
 #: A metric target: a plain decimal number, optionally with a short exponent. The exponent is
-#: capped at two digits and the whole string at 64 characters (see ``fields``) so any string
-#: that matches converts to a finite double both in Python and in the API server's CEL.
+#: capped at two digits and the whole string at 64 characters (``MetricSpec.target``) so any
+#: string that matches converts to a finite double both in Python and in the API server's CEL.
 TARGET_PATTERN = r"^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$"
 TARGET_MAX_LENGTH = 64
 _TARGET_RE = re.compile(TARGET_PATTERN)
@@ -42,17 +48,8 @@ HEADER_NAME_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 #: A key of a Secret's data (what ``kubectl create secret`` accepts).
 SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 
-
-class SpecError(ValueError):
-    """An LLMScaler (or part of one) that breaks the API's rules.
-
-    ``problems`` lists every violation found, each as ``"<json path>: <what is wrong>"``, so a
-    status condition or an error message can tell the user everything to fix in one round.
-    """
-
-    def __init__(self, problems: list[str] | tuple[str, ...]) -> None:
-        self.problems: tuple[str, ...] = tuple(problems)
-        super().__init__("; ".join(self.problems) if self.problems else "invalid LLMScaler")
+_INT32 = "int32"
+_DNS_NAME_MAX = 253
 
 
 class MetricProvider(StrEnum):
@@ -129,22 +126,186 @@ def _freeze_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
+# --- cross-field rules: the CEL the API server runs and its Python twin, side by side -------
+# Each check takes the JSON value the rule's ``self`` refers to (after defaulting) and returns
+# a problem detail, or None when the rule holds.
+
+
+def _check_target(value: Any) -> str | None:
+    try:
+        parse_target(value)
+    except SpecError as err:
+        return err.problems[0].split(": ", 1)[1]
+    return None
+
+
+TARGET_RULE = Rule(
+    rule=f"self.matches('{TARGET_PATTERN}') && double(self) > 0.0",
+    message=(
+        "target must be a finite number greater than zero written as a plain decimal, "
+        "such as '0.8' or '80'; a % suffix is not accepted"
+    ),
+    check=_check_target,
+)
+
+
+def _check_min_max(obj: Mapping[str, Any]) -> str | None:
+    lo, hi = obj.get("minReplicas"), obj.get("maxReplicas")
+    if is_int(lo) and is_int(hi) and lo > hi:
+        return f"{MIN_MAX_RULE.message} (minReplicas {shown(lo)} > maxReplicas {shown(hi)})"
+    return None
+
+
+MIN_MAX_RULE = Rule(
+    rule="self.minReplicas <= self.maxReplicas",
+    message="minReplicas must be less than or equal to maxReplicas",
+    check=_check_min_max,
+    field_path=".minReplicas",
+)
+
+
+def _check_custom_provider(obj: Mapping[str, Any]) -> str | None:
+    if obj.get("metricProvider") == "Custom" and obj.get("customProvider") is None:
+        return CUSTOM_PROVIDER_RULE.message
+    return None
+
+
+CUSTOM_PROVIDER_RULE = Rule(
+    rule="!has(self.metricProvider) || self.metricProvider != 'Custom' || has(self.customProvider)",
+    message="customProvider is required when metricProvider is Custom",
+    check=_check_custom_provider,
+    field_path=".customProvider",
+    reason="FieldValueRequired",
+)
+
+
+def _check_metrics(obj: Mapping[str, Any]) -> str | None:
+    if obj.get("metricProvider") == "Custom":
+        return None
+    metrics = obj.get("metrics")
+    if metrics is None or (isinstance(metrics, list) and not metrics):
+        return METRICS_RULE.message
+    return None
+
+
+METRICS_RULE = Rule(
+    rule=(
+        "(has(self.metricProvider) && self.metricProvider == 'Custom') || "
+        "(has(self.metrics) && size(self.metrics) > 0)"
+    ),
+    message="metrics must list at least one metric when metricProvider is Prometheus",
+    check=_check_metrics,
+    field_path=".metrics",
+    reason="FieldValueRequired",
+)
+
+
+def _check_header_value(obj: Mapping[str, Any]) -> str | None:
+    if (obj.get("value") is None) == (obj.get("valueFrom") is None):
+        return HEADER_VALUE_RULE.message
+    return None
+
+
+HEADER_VALUE_RULE = Rule(
+    rule="has(self.value) != has(self.valueFrom)",
+    message="exactly one of value and valueFrom must be set on a serverHeadersFrom entry",
+    check=_check_header_value,
+)
+
+
+def _check_headers_from(obj: Mapping[str, Any]) -> str | None:
+    plain, sourced = obj.get("serverHeaders"), obj.get("serverHeadersFrom")
+    if not isinstance(plain, Mapping) or not isinstance(sourced, list):
+        return None
+    both = sorted(
+        {
+            h["name"]
+            for h in sourced
+            if isinstance(h, Mapping) and isinstance(h.get("name"), str) and h["name"] in plain
+        }
+    )
+    if both:
+        return f"{HEADERS_FROM_RULE.message} ({', '.join(map(str, both))})"
+    return None
+
+
+HEADERS_FROM_RULE = Rule(
+    rule=(
+        "!has(self.serverHeadersFrom) || !has(self.serverHeaders) || "
+        "self.serverHeadersFrom.all(h, !(h.name in self.serverHeaders))"
+    ),
+    message="a header must not be named in both serverHeaders and serverHeadersFrom",
+    check=_check_headers_from,
+    # FieldValueInvalid (the default), not FieldValueDuplicate: kube-apiserver reports a
+    # duplicate as "Duplicate value" and drops the message that says what to fix
+    field_path=".serverHeadersFrom",
+)
+
+
+# --- the types -------------------------------------------------------------------------------
+
+
+@api_type(
+    "The workload whose spec.replicas this scaler owns. It is looked up in the scaler's "
+    "own namespace; any kind with spec.replicas and status.readyReplicas works."
+)
 @attrs.frozen
 class TargetRef:
     """The workload to scale, always in the scaler's own namespace."""
 
-    api_version: str
-    kind: str
-    name: str
+    api_version: str = attrs.field(
+        metadata=schema(
+            "API group/version of the target, for example apps/v1 or leaderworkerset.x-k8s.io/v1.",
+            min_length=1,
+        )
+    )
+    kind: str = attrs.field(
+        metadata=schema(
+            "Kind of the target: Deployment, StatefulSet, LeaderWorkerSet or any kind with "
+            "spec.replicas and status.readyReplicas. The rollout guard and cache-aware "
+            "victim selection only apply to Deployments.",
+            min_length=1,
+        )
+    )
+    name: str = attrs.field(
+        metadata=schema(
+            "Name of the target in the scaler's namespace.",
+            min_length=1,
+            max_length=_DNS_NAME_MAX,
+        )
+    )
 
 
+@api_type(
+    "A PromQL query returning exactly one per-replica value, and the value each replica "
+    "should run at. desired = ceil(readyReplicas * value / target)."
+)
 @attrs.frozen
 class MetricSpec:
     """One PromQL query and the per-replica value the fleet should sit at."""
 
-    name: str
-    query: str
-    target: str
+    name: str = attrs.field(
+        metadata=schema("Label for this metric in logs, events and conditions.", absent="")
+    )
+    query: str = attrs.field(
+        metadata=schema(
+            "PromQL evaluated at {serverAddress}/api/v1/query. It must return exactly one "
+            "series (aggregate with avg(...)) scoped to this workload's pods, for example by "
+            "namespace and app labels. An error, no series, several series, NaN or Inf skips "
+            "the metric for that sync; it is never read as zero.",
+            min_length=1,
+        )
+    )
+    target: str = attrs.field(
+        metadata=schema(
+            "Per-replica value to aim for, as a quoted number on the query's scale ('0.8' for "
+            "a 0-1 ratio, '80' for a percentage series). Must be finite and positive; a % "
+            "suffix is rejected.",
+            min_length=1,
+            max_length=TARGET_MAX_LENGTH,
+            rules=(TARGET_RULE,),
+        )
+    )
 
     @property
     def target_value(self) -> float:
@@ -153,30 +314,73 @@ class MetricSpec:
         return parse_target(self.target, path=where)
 
 
+@api_type("Settings for metricProvider Custom: which decision of the decision server to follow.")
 @attrs.frozen
 class CustomProvider:
     """Which decision of an external decision server drives this scaler."""
 
-    service_id: str
-    namespace: str | None = None
-    path: str = "/decisions"
+    service_id: str = attrs.field(
+        metadata=schema(
+            "Service whose decision this scaler follows. Sent as the serviceId query "
+            "parameter and matched against decisions[].serviceId in the reply; exactly one "
+            "decision must match.",
+            min_length=1,
+        )
+    )
+    namespace: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "When set, only decisions carrying this namespace match. Needed only when the "
+            "server reports the same serviceId in several namespaces."
+        ),
+    )
+    path: str = attrs.field(
+        default="/decisions", metadata=schema("Request path on serverAddress.", pattern="^/")
+    )
 
 
+@api_type(
+    "A key of a Secret in the LLMScaler's own namespace. The manager reads it with a "
+    "get on that one Secret (never list or watch), keeps it in memory for at most 30 "
+    "seconds, and never writes the value to logs, Events, status or metrics."
+)
 @attrs.frozen
 class SecretKeySelector:
     """One key of a Secret in the scaler's own namespace."""
 
-    name: str
-    key: str
+    name: str = attrs.field(
+        metadata=schema(
+            "Name of the Secret, in the scaler's namespace.",
+            min_length=1,
+            max_length=_DNS_NAME_MAX,
+        )
+    )
+    key: str = attrs.field(
+        metadata=schema(
+            "Key in the Secret's data whose value is the header's value.",
+            min_length=1,
+            max_length=_DNS_NAME_MAX,
+            pattern=SECRET_KEY_PATTERN,
+        )
+    )
 
 
+@api_type("Where the header's value is read from.")
 @attrs.frozen
 class HeaderValueSource:
     """Where a header's value is read from instead of the LLMScaler itself."""
 
-    secret_key_ref: SecretKeySelector
+    secret_key_ref: SecretKeySelector = attrs.field(
+        metadata=schema("A key of a Secret in the scaler's namespace.")
+    )
 
 
+@api_type(
+    "One HTTP header sent with every request to serverAddress: its value is either "
+    "written here (value) or read from a Secret in the scaler's namespace (valueFrom). "
+    "Exactly one of the two is set.",
+    rules=(HEADER_VALUE_RULE,),
+)
 @attrs.frozen
 class HeaderSource:
     """One header sent to serverAddress: a literal ``value`` or a ``valueFrom`` reference.
@@ -184,46 +388,197 @@ class HeaderSource:
     Exactly one of the two is set (a CEL rule and the parser both enforce it).
     """
 
-    name: str
-    value: str | None = None
-    value_from: HeaderValueSource | None = None
+    name: str = attrs.field(
+        metadata=schema(
+            "Header name, for example Authorization.",
+            min_length=1,
+            max_length=256,
+            pattern=HEADER_NAME_PATTERN,
+        )
+    )
+    value: str | None = attrs.field(
+        default=None,
+        metadata=schema("The header's value, used verbatim. Prefer valueFrom for credentials."),
+    )
+    value_from: HeaderValueSource | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Read the header's value from a Secret key instead (kept out of the LLMScaler)."
+        ),
+    )
 
 
+@api_type("How fast the fleet may shrink and which pods go first. Scale-up is never delayed.")
 @attrs.frozen
 class ScaleDown:
     """Scale-down damping (stabilization window, step cap) and cache-aware victim choice."""
 
-    stabilization_window_seconds: int = 0
-    max_step_replicas: int = 0
-    behavior: ScaleDownBehavior = ScaleDownBehavior.CACHE_AWARE
-    deletion_cost_query: str | None = None
+    stabilization_window_seconds: int = attrs.field(
+        default=0,
+        metadata=schema(
+            "Hold the replica count at the highest recommendation seen within this many "
+            "seconds, so a short dip does not shrink the fleet. 0 turns the window off.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    max_step_replicas: int = attrs.field(
+        default=0,
+        metadata=schema(
+            "Most replicas removed by one scale-down write; 0 means no limit. Limits the size "
+            "of a step; the next step waits until the target has settled. Does not apply to "
+            "bringing a fleet above maxReplicas down to maxReplicas.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    behavior: ScaleDownBehavior = attrs.field(
+        default=ScaleDownBehavior.CACHE_AWARE,
+        metadata=schema(
+            "CacheAware marks the pods to remove with a low "
+            "controller.kubernetes.io/pod-deletion-cost before a Deployment scales down, so "
+            "the coldest KV caches go first. None leaves the choice to the workload "
+            "controller."
+        ),
+    )
+    deletion_cost_query: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "PromQL returning one series per pod, each with a pod label; a pod's value is its "
+            "deletion cost and the lowest goes first. Without it the newest pods are assumed "
+            "coldest. Used only with behavior CacheAware and metricProvider Prometheus."
+        ),
+    )
 
 
+@api_type(
+    "Accepted for compatibility with the original API. The controller does not implement "
+    "preemption; setting it has no effect."
+)
 @attrs.frozen
 class Preemption:
     """Accepted for compatibility with the original API; the controller does not act on it."""
 
-    enable: bool = False
-    priority_class: str | None = None
+    enable: bool = attrs.field(
+        default=False, metadata=schema("Accepted but not implemented: has no effect.")
+    )
+    priority_class: str | None = attrs.field(
+        default=None, metadata=schema("Accepted but not implemented: has no effect.")
+    )
 
 
+@api_type(
+    "Desired behaviour of the scaler: the workload to size, where its scaling signal "
+    "comes from, the replica bounds and the scale-down damping.",
+    rules=(MIN_MAX_RULE, CUSTOM_PROVIDER_RULE, METRICS_RULE, HEADERS_FROM_RULE),
+)
 @attrs.frozen
 class LLMScalerSpec:
     """What the user asked for; defaults are those the CRD applies."""
 
-    target_ref: TargetRef
-    server_address: str
-    min_replicas: int
-    max_replicas: int
-    metric_provider: MetricProvider = MetricProvider.PROMETHEUS
-    custom_provider: CustomProvider | None = None
-    server_headers: Mapping[str, str] = attrs.field(factory=FrozenMap, converter=_freeze_map)
-    server_headers_from: tuple[HeaderSource, ...] = attrs.field(default=(), converter=_freeze_tuple)
-    metrics: tuple[MetricSpec, ...] = attrs.field(default=(), converter=_freeze_tuple)
-    sync_period_seconds: int = 15
-    retry_period_seconds: int = 10
-    scale_down: ScaleDown = attrs.field(factory=ScaleDown)
-    preemption: Preemption | None = None
+    target_ref: TargetRef = attrs.field(
+        metadata=schema("The workload to scale, in the scaler's namespace.")
+    )
+    server_address: str = attrs.field(
+        metadata=schema(
+            "Base URL of the metric source. With Prometheus, the server whose "
+            "/api/v1/query API runs the queries (for example "
+            "http://prometheus-operated.monitoring.svc:9090); with Custom, the decision "
+            "server.",
+            min_length=1,
+        )
+    )
+    min_replicas: int = attrs.field(
+        metadata=schema(
+            "Lower bound of the replica count; 0 allows scale to zero.",
+            format=_INT32,
+            minimum=0,
+        )
+    )
+    max_replicas: int = attrs.field(
+        metadata=schema(
+            "Upper bound of the replica count; must not be below minReplicas. 0 keeps the "
+            "fleet at zero. Lowering it below the current count scales down to it in one "
+            "write, without stabilization or step cap (as the HPA does).",
+            format=_INT32,
+            minimum=0,
+        )
+    )
+    metric_provider: MetricProvider = attrs.field(
+        default=MetricProvider.PROMETHEUS,
+        metadata=schema(
+            "Source of the scaling signal: Prometheus (metrics are PromQL queries against "
+            "serverAddress) or Custom (a decision server answers with an absolute replica "
+            "count). There is no fallback from one to the other."
+        ),
+    )
+    custom_provider: CustomProvider | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Decision-server settings; required when metricProvider is Custom, ignored otherwise."
+        ),
+    )
+    server_headers: Mapping[str, str] = attrs.field(
+        factory=FrozenMap,
+        converter=_freeze_map,
+        metadata=schema(
+            "HTTP headers sent verbatim with every request to serverAddress, for example "
+            "Authorization. The values are stored in the LLMScaler in plain text: take "
+            "credentials from a Secret with serverHeadersFrom instead."
+        ),
+    )
+    server_headers_from: tuple[HeaderSource, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            "More headers sent with every request to serverAddress (metric queries, the "
+            "deletionCostQuery and decision-server requests), each with a literal value or a "
+            "value read from a Secret key in the scaler's namespace. A missing Secret or key "
+            "holds the fleet and is reported in the conditions; names must not repeat "
+            "serverHeaders.",
+            max_items=16,
+            extra=(("x-kubernetes-list-map-keys", ["name"]), ("x-kubernetes-list-type", "map")),
+        ),
+    )
+    metrics: tuple[MetricSpec, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            "Metrics that drive the replica count; the largest recommendation wins. Required "
+            "(at least one) with Prometheus, unused with Custom.",
+            max_items=16,
+        ),
+    )
+    sync_period_seconds: int = attrs.field(
+        default=15,
+        metadata=schema(
+            "Seconds between evaluations; also the pace of successive scale steps.",
+            format=_INT32,
+            minimum=1,
+        ),
+    )
+    retry_period_seconds: int = attrs.field(
+        default=10,
+        metadata=schema(
+            "Seconds before the next attempt when a sync fails (target missing, no usable "
+            "metric, a failed write).",
+            format=_INT32,
+            minimum=1,
+        ),
+    )
+    scale_down: ScaleDown = attrs.field(
+        factory=ScaleDown,
+        metadata=schema(
+            "Scale-down damping and cache-aware victim selection.",
+            crd_default={},
+        ),
+    )
+    preemption: Preemption | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Accepted but not implemented by the controller: setting it has no effect."
+        ),
+    )
 
     @property
     def secret_headers(self) -> tuple[HeaderSource, ...]:
@@ -233,69 +588,131 @@ class LLMScalerSpec:
     @classmethod
     def from_dict(cls, obj: Any, *, path: str = "spec") -> LLMScalerSpec:
         """Parse the camelCase ``spec`` object strictly; raises SpecError with every problem."""
-        from ._codec import decode_spec
-
-        return decode_spec(obj, path=path)
+        return codec.decode(cls, obj, path=path)
 
     def to_dict(self) -> dict[str, Any]:
         """The camelCase JSON form, without unset optional fields."""
-        from ._codec import encode
-
-        return encode(self)
+        return codec.encode(self)
 
 
+@api_type(
+    "One aspect of the scaler's state (metav1.Condition): AbleToScale, ScalingActive, "
+    "ScalingLimited or Ready."
+)
 @attrs.frozen
 class Condition:
     """A ``metav1.Condition``: one aspect of the scaler's state, for people and tools."""
 
-    type: str
-    status: str
-    reason: str
-    message: str
-    last_transition_time: str
-    observed_generation: int | None = None
+    type: str = attrs.field(
+        metadata=schema(
+            "Condition type in CamelCase, for example Ready.",
+            max_length=316,
+            pattern=(
+                r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+            ),
+        )
+    )
+    status: str = attrs.field(
+        metadata=schema("True, False or Unknown.", enum=("True", "False", "Unknown"))
+    )
+    reason: str = attrs.field(
+        metadata=schema(
+            "Machine-readable CamelCase reason for the last transition.",
+            min_length=1,
+            max_length=1024,
+            pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        )
+    )
+    message: str = attrs.field(
+        metadata=schema(
+            "Human-readable details, including what to change when something is wrong.",
+            max_length=32768,
+        )
+    )
+    last_transition_time: str = attrs.field(
+        metadata=schema("When the status last changed (RFC 3339).", format="date-time")
+    )
+    observed_generation: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "metadata.generation the condition was computed from.", format="int64", minimum=0
+        ),
+    )
 
     @classmethod
     def from_dict(cls, obj: Any, *, path: str = "status.conditions[]") -> Condition:
         """Parse one condition strictly; raises SpecError."""
-        from ._codec import decode_condition
-
-        return decode_condition(obj, path=path)
+        return codec.decode(cls, obj, path=path)
 
     def to_dict(self) -> dict[str, Any]:
         """The camelCase JSON form."""
-        from ._codec import encode
-
-        return encode(self)
+        return codec.encode(self)
 
 
+@api_type("What the controller last observed and decided.")
 @attrs.frozen
 class LLMScalerStatus:
     """What the controller last observed and decided."""
 
-    current_replicas: int | None = None
-    desired_replicas: int | None = None
-    conditions: tuple[Condition, ...] = attrs.field(default=(), converter=_freeze_tuple)
-    observed_generation: int | None = None
-    last_scale_time: str | None = None
+    current_replicas: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Ready replicas of the target at the last sync: the count the scaling ratio is "
+            "computed from, not spec.replicas.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    desired_replicas: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Last recommendation after clamping to the bounds and scale-down stabilization, "
+            "before the maxStepReplicas cap: the destination of a stepped scale-down.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    conditions: tuple[Condition, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            "Current state: AbleToScale, ScalingActive, ScalingLimited and Ready, each with a "
+            "reason and a message.",
+            extra=(("x-kubernetes-list-map-keys", ["type"]), ("x-kubernetes-list-type", "map")),
+        ),
+    )
+    observed_generation: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "metadata.generation of the spec the controller last acted on.",
+            format="int64",
+            minimum=0,
+        ),
+    )
+    last_scale_time: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "When the controller last changed the target's replica count (RFC 3339).",
+            format="date-time",
+        ),
+    )
 
     @classmethod
     def from_dict(cls, obj: Any, *, strict: bool = True, path: str = "status") -> LLMScalerStatus:
-        """Parse the ``status`` object.
+        """Parse the ``status`` object; a missing one is empty.
 
         With ``strict=False`` malformed fields (and malformed conditions) are dropped instead
         of raising: the controller owns the status and rewrites it, so a damaged status must
         never stop the scaler from working.
         """
-        from ._codec import decode_status
-
-        return decode_status(obj, strict=strict, path=path)
+        if obj is None:
+            return cls()
+        return codec.decode(cls, obj, path=path, strict=strict)
 
     def to_dict(self) -> dict[str, Any]:
         """The camelCase JSON form, without unset fields; suitable for a status write."""
-        from ._codec import encode
-
-        return encode(self)
+        return codec.encode(self)
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of the given type, if present."""
@@ -330,12 +747,8 @@ class LLMScaler:
         from the API server always carry namespace, uid, generation and creationTimestamp.
         The status is parsed leniently (see :meth:`LLMScalerStatus.from_dict`).
         """
-        from ._codec import decode_scaler
-
-        return decode_scaler(obj)
+        return codec.decode_resource(cls, obj, api_version=API_VERSION, kind=KIND)
 
     def to_dict(self) -> dict[str, Any]:
         """The whole object as JSON, with unset metadata left out."""
-        from ._codec import encode_scaler
-
-        return encode_scaler(self)
+        return codec.encode_resource(self, api_version=API_VERSION, kind=KIND)

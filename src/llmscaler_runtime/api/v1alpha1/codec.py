@@ -1,4 +1,9 @@
-"""Strict JSON decoding and encoding of the LLMScaler types, driven by :mod:`.fields`.
+"""Strict JSON decoding and encoding of the API types, driven by their own field metadata.
+
+The functions here know no particular type: :func:`decode` and :func:`encode` read each
+attrs field's :func:`~._meta.schema` and each type's :func:`~._meta.api_type`, so the API
+types (:mod:`.types`) build their ``from_dict``/``to_dict`` on this module and this module
+never imports them. Dependencies run one way: ``_meta`` <- ``codec`` <- ``types`` <- ``crd``.
 
 The decoder visits the whole object and collects every problem before raising, so one
 status condition can list all the fixes a user needs. It applies the CRD's defaults and the
@@ -17,38 +22,30 @@ import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
 from functools import cache
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import attrs
 
-from .fields import (
-    CUSTOM_PROVIDER_RULE,
-    FIELDS,
-    HEADER_VALUE_RULE,
-    HEADERS_FROM_RULE,
-    METRICS_RULE,
-    MIN_MAX_RULE,
-    NO_VALUE,
-    TARGET_RULE,
-    TYPES,
-    FieldMeta,
-    Rule,
-)
-from .types import (
-    API_VERSION,
-    KIND,
-    Condition,
-    LLMScaler,
-    LLMScalerSpec,
-    LLMScalerStatus,
-    SpecError,
-    parse_target,
-)
+from ._meta import NO_VALUE, FieldMeta, Rule, field_metas, type_meta
+
+_T = TypeVar("_T")
 
 _INVALID: Any = object()
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+class SpecError(ValueError):
+    """An LLMScaler (or part of one) that breaks the API's rules.
+
+    ``problems`` lists every violation found, each as ``"<json path>: <what is wrong>"``, so a
+    status condition or an error message can tell the user everything to fix in one round.
+    """
+
+    def __init__(self, problems: list[str] | tuple[str, ...]) -> None:
+        self.problems: tuple[str, ...] = tuple(problems)
+        super().__init__("; ".join(self.problems) if self.problems else "invalid LLMScaler")
 
 
 class _Problems:
@@ -121,79 +118,33 @@ def is_rfc3339(value: str) -> bool:
     return True
 
 
-# --- Python twins of the CEL rules -------------------------------------------------------
-# Each takes the JSON object the rule's ``self`` refers to (after defaulting) and returns a
-# problem detail, or None when the rule holds.
-
-
-def _check_target(value: Any) -> str | None:
-    try:
-        parse_target(value)
-    except SpecError as err:
-        return err.problems[0].split(": ", 1)[1]
-    return None
-
-
-def _check_min_max(obj: Mapping[str, Any]) -> str | None:
-    lo, hi = obj.get("minReplicas"), obj.get("maxReplicas")
-    if isinstance(lo, int) and isinstance(hi, int) and _is_int(lo) and _is_int(hi) and lo > hi:
-        return f"{MIN_MAX_RULE.message} (minReplicas {shown(lo)} > maxReplicas {shown(hi)})"
-    return None
-
-
-def _check_custom_provider(obj: Mapping[str, Any]) -> str | None:
-    if obj.get("metricProvider") == "Custom" and obj.get("customProvider") is None:
-        return CUSTOM_PROVIDER_RULE.message
-    return None
-
-
-def _check_metrics(obj: Mapping[str, Any]) -> str | None:
-    if obj.get("metricProvider") == "Custom":
-        return None
-    metrics = obj.get("metrics")
-    if metrics is None or (isinstance(metrics, list) and not metrics):
-        return METRICS_RULE.message
-    return None
-
-
-def _check_header_value(obj: Mapping[str, Any]) -> str | None:
-    if (obj.get("value") is None) == (obj.get("valueFrom") is None):
-        return HEADER_VALUE_RULE.message
-    return None
-
-
-def _check_headers_from(obj: Mapping[str, Any]) -> str | None:
-    plain, sourced = obj.get("serverHeaders"), obj.get("serverHeadersFrom")
-    if not isinstance(plain, Mapping) or not isinstance(sourced, list):
-        return None
-    both = sorted(
-        {
-            h["name"]
-            for h in sourced
-            if isinstance(h, Mapping) and isinstance(h.get("name"), str) and h["name"] in plain
-        }
-    )
-    if both:
-        return f"{HEADERS_FROM_RULE.message} ({', '.join(map(str, both))})"
-    return None
-
-
-RULE_CHECKS: dict[Rule, Callable[[Any], str | None]] = {
-    TARGET_RULE: _check_target,
-    MIN_MAX_RULE: _check_min_max,
-    CUSTOM_PROVIDER_RULE: _check_custom_provider,
-    METRICS_RULE: _check_metrics,
-    HEADER_VALUE_RULE: _check_header_value,
-    HEADERS_FROM_RULE: _check_headers_from,
-}
-
-
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
+    """Whether a decoded JSON value is an integer (a bool is not, though Python says so)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _rule_path(path: str, rule: Rule) -> str:
     return path + (rule.field_path or "")
+
+
+def api_types(*roots: type) -> tuple[type, ...]:
+    """``roots`` and every API type their fields hold, each once, outermost first."""
+    found: dict[type, None] = {}
+
+    def visit(hint: Any) -> None:
+        hint = unwrap_optional(hint)
+        if attrs.has(hint):
+            if hint not in found:
+                found[hint] = None
+                for sub in type_hints(hint).values():
+                    visit(sub)
+            return
+        for arg in typing.get_args(hint):
+            visit(arg)
+
+    for root in roots:
+        visit(root)
+    return tuple(found)
 
 
 # --- decoding ------------------------------------------------------------------------------
@@ -212,7 +163,7 @@ def _decode_scalar(hint: Any, meta: FieldMeta | None, value: Any, path: str, p: 
             return _INVALID
         return value
     if hint is int:
-        if not _is_int(value):
+        if not is_int(value):
             p.add(path, f"must be an integer, got {json_type(value)} {shown(value)}")
             return _INVALID
         fmt = meta.format if meta else None
@@ -312,13 +263,12 @@ def decode_object(cls: type, value: Any, path: str, p: _Problems) -> Any:
     if not isinstance(value, Mapping):
         p.add(path, f"must be an object, got {json_type(value)}")
         return _INVALID
-    metas = FIELDS[cls]
+    metas = field_metas(cls)
     hints = type_hints(cls)
     defaulted = dict(value)
     kwargs: dict[str, Any] = {}
     ok = True
-    for field in attrs.fields(cls):
-        meta = metas[field.name]
+    for name, meta in metas.items():
         fpath = f"{path}.{meta.json}"
         raw = value.get(meta.json)
         if raw is None:
@@ -331,24 +281,32 @@ def decode_object(cls: type, value: Any, path: str, p: _Problems) -> Any:
                 continue
             else:
                 if meta.absent is not NO_VALUE:
-                    kwargs[field.name] = meta.absent
+                    kwargs[name] = meta.absent
                 continue
-        decoded = _decode_value(hints[field.name], meta, raw, fpath, p)
+        decoded = _decode_field(hints[name], meta, raw, fpath, p)
         if decoded is _INVALID:
             ok = False
             continue
-        for rule in meta.rules:
-            detail = RULE_CHECKS[rule](raw)
-            if detail is not None:
-                p.add(_rule_path(fpath, rule), detail)
-                ok = False
-        kwargs[field.name] = decoded
-    for rule in TYPES[cls].rules:
-        detail = RULE_CHECKS[rule](defaulted)
+        kwargs[name] = decoded
+    for rule in type_meta(cls).rules:
+        detail = rule.check(defaulted)
         if detail is not None:
             p.add(_rule_path(path, rule), detail)
             ok = False
     return cls(**kwargs) if ok else _INVALID
+
+
+def _decode_field(hint: Any, meta: FieldMeta, raw: Any, path: str, p: _Problems) -> Any:
+    """A present field's value, checked against its type, bounds and rules."""
+    decoded = _decode_value(hint, meta, raw, path, p)
+    if decoded is _INVALID:
+        return _INVALID
+    for rule in meta.rules:
+        detail = rule.check(raw)
+        if detail is not None:
+            p.add(_rule_path(path, rule), detail)
+            decoded = _INVALID
+    return decoded
 
 
 def _raise(p: _Problems) -> None:
@@ -356,62 +314,69 @@ def _raise(p: _Problems) -> None:
         raise SpecError(p.items)
 
 
-def decode_spec(obj: Any, *, path: str = "spec") -> LLMScalerSpec:
-    """Strict decoding of an LLMScaler ``spec``."""
+def decode(cls: type[_T], obj: Any, *, path: str, strict: bool = True) -> _T:
+    """Decode the JSON object ``obj`` as the API type ``cls``.
+
+    Strictly, every problem is collected and raised as one :class:`SpecError`. With
+    ``strict=False`` whatever is malformed is dropped instead: a bad field takes its default,
+    a list of objects keeps its valid entries (the first of each list-map key), and anything
+    but an object gives ``cls()``. That suits what the controller owns and rewrites, such as
+    the status, which must never stop the scaler from working. Type-level rules are not
+    checked then, since dropping a field cannot repair them; ``cls`` must have none.
+    """
+    if not strict:
+        return typing.cast(_T, _decode_lenient(cls, obj, path))
     p = _Problems()
-    result = decode_object(LLMScalerSpec, obj, path, p)
+    result = decode_object(cls, obj, path, p)
     _raise(p)
-    return typing.cast(LLMScalerSpec, result)
+    return typing.cast(_T, result)
 
 
-def decode_condition(obj: Any, *, path: str) -> Condition:
-    """Strict decoding of one ``metav1.Condition``."""
-    p = _Problems()
-    result = decode_object(Condition, obj, path, p)
-    _raise(p)
-    return typing.cast(Condition, result)
-
-
-def decode_status(obj: Any, *, strict: bool, path: str = "status") -> LLMScalerStatus:
-    """Decode ``status``; when not strict, drop whatever is malformed instead of raising."""
-    if obj is None:
-        return LLMScalerStatus()
-    if strict:
-        p = _Problems()
-        result = decode_object(LLMScalerStatus, obj, path, p)
-        _raise(p)
-        return typing.cast(LLMScalerStatus, result)
-    if not isinstance(obj, Mapping):
-        return LLMScalerStatus()
+def _decode_lenient(cls: type, value: Any, path: str) -> Any:
+    if type_meta(cls).rules:
+        raise TypeError(f"{cls.__qualname__} has type rules; it cannot be decoded leniently")
+    if not isinstance(value, Mapping):
+        return cls()
     kwargs: dict[str, Any] = {}
-    hints = type_hints(LLMScalerStatus)
-    for field in attrs.fields(LLMScalerStatus):
-        meta = FIELDS[LLMScalerStatus][field.name]
-        raw = obj.get(meta.json)
+    hints = type_hints(cls)
+    for name, meta in field_metas(cls).items():
+        raw = value.get(meta.json)
         if raw is None:
             continue
-        if field.name == "conditions":
-            kwargs[field.name] = _lenient_conditions(raw, f"{path}.{meta.json}")
+        fpath = f"{path}.{meta.json}"
+        hint = unwrap_optional(hints[name])
+        if typing.get_origin(hint) is tuple:
+            kwargs[name] = _lenient_items(typing.get_args(hint)[0], meta, raw, fpath)
             continue
         p = _Problems()
-        value = _decode_value(hints[field.name], meta, raw, f"{path}.{meta.json}", p)
-        if not p and value is not _INVALID:
-            kwargs[field.name] = value
-    return LLMScalerStatus(**kwargs)
+        decoded = _decode_field(hint, meta, raw, fpath, p)
+        if not p and decoded is not _INVALID:
+            kwargs[name] = decoded
+    return cls(**kwargs)
 
 
-def _lenient_conditions(raw: Any, path: str) -> tuple[Condition, ...]:
+def _lenient_items(elem: Any, meta: FieldMeta, raw: Any, path: str) -> tuple[Any, ...]:
     if not isinstance(raw, list):
         return ()
-    seen: set[str] = set()
-    kept: list[Condition] = []
+    map_keys = dict(meta.extra).get("x-kubernetes-list-map-keys") or ()
+    seen: set[tuple[Any, ...]] = set()
+    kept: list[Any] = []
     for i, item in enumerate(raw):
-        p = _Problems()
-        cond = decode_object(Condition, item, f"{path}[{i}]", p)
-        if cond is not _INVALID and cond.type not in seen:
-            seen.add(cond.type)
-            kept.append(cond)
+        decoded = _decode_value(elem, None, item, f"{path}[{i}]", _Problems())
+        if decoded is _INVALID:
+            continue
+        if map_keys and isinstance(item, Mapping):
+            key = tuple(item.get(k) for k in map_keys)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(decoded)
     return tuple(kept)
+
+
+# --- whole objects -------------------------------------------------------------------------
+# A resource type is an attrs class with the identity fields below, taken from ``metadata``,
+# plus ``spec`` (decoded strictly) and ``status`` (decoded leniently).
 
 
 def _metadata_str(md: Mapping[str, Any], key: str, p: _Problems, *, required: bool) -> str:
@@ -428,12 +393,16 @@ def _metadata_str(md: Mapping[str, Any], key: str, p: _Problems, *, required: bo
     return value
 
 
-def decode_scaler(obj: Any) -> LLMScaler:
-    """Decode a whole LLMScaler object (identity, strict spec, lenient status)."""
+def decode_resource(cls: type[_T], obj: Any, *, api_version: str, kind: str) -> _T:
+    """Decode a whole object as the API server returns it (identity, strict spec, lenient
+    status); raises :class:`SpecError` listing every problem.
+
+    Metadata other than ``name`` is optional so manifests on disk parse too.
+    """
     p = _Problems()
     if not isinstance(obj, Mapping):
         raise SpecError([f"object: must be a JSON object, got {json_type(obj)}"])
-    for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+    for key, expected in (("apiVersion", api_version), ("kind", kind)):
         got = obj.get(key)
         if got is not None and got != expected:
             p.add(key, f"must be {expected}, got {shown(got)}")
@@ -448,18 +417,20 @@ def decode_scaler(obj: Any) -> LLMScaler:
     generation = md.get("generation", 0)
     if generation is None:
         generation = 0
-    if not _is_int(generation) or generation < 0:
+    if not is_int(generation) or generation < 0:
         p.add("metadata.generation", f"must be a non-negative integer, got {shown(generation)}")
         generation = 0
+    resource_type: type = cls
+    hints = type_hints(resource_type)
     raw_spec = obj.get("spec")
     spec: Any = _INVALID
     if raw_spec is None:
         p.add("spec", "is required")
     else:
-        spec = decode_object(LLMScalerSpec, raw_spec, "spec", p)
-    status = decode_status(obj.get("status"), strict=False)
+        spec = decode_object(unwrap_optional(hints["spec"]), raw_spec, "spec", p)
+    status = _decode_lenient(hints["status"], obj.get("status"), "status")
     _raise(p)
-    return LLMScaler(
+    return typing.cast(Callable[..., _T], cls)(
         namespace=namespace,
         name=name,
         uid=uid,
@@ -468,6 +439,29 @@ def decode_scaler(obj: Any) -> LLMScaler:
         spec=spec,
         status=status,
     )
+
+
+def encode_resource(resource: Any, *, api_version: str, kind: str) -> dict[str, Any]:
+    """A whole object as JSON, with unset metadata left out."""
+    metadata: dict[str, Any] = {"name": resource.name}
+    if resource.namespace:
+        metadata["namespace"] = resource.namespace
+    if resource.uid:
+        metadata["uid"] = resource.uid
+    if resource.generation:
+        metadata["generation"] = resource.generation
+    if resource.creation_timestamp:
+        metadata["creationTimestamp"] = resource.creation_timestamp
+    obj: dict[str, Any] = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": metadata,
+        "spec": encode(resource.spec),
+    }
+    status = encode(resource.status)
+    if status:
+        obj["status"] = status
+    return obj
 
 
 # --- encoding ------------------------------------------------------------------------------
@@ -488,36 +482,12 @@ def _encode_value(value: Any) -> Any:
 def encode(instance: Any) -> dict[str, Any]:
     """camelCase JSON of an API type; None, empty collections and absent markers are omitted."""
     out: dict[str, Any] = {}
-    metas = FIELDS[type(instance)]
-    for field in attrs.fields(type(instance)):
-        meta = metas[field.name]
-        value = getattr(instance, field.name)
+    cls: type = type(instance)
+    for name, meta in field_metas(cls).items():
+        value = getattr(instance, name)
         if value is None or (meta.absent is not NO_VALUE and value == meta.absent):
             continue
         if isinstance(value, tuple | Mapping) and not value:
             continue
         out[meta.json] = _encode_value(value)
     return out
-
-
-def encode_scaler(scaler: LLMScaler) -> dict[str, Any]:
-    """A whole LLMScaler object as JSON."""
-    metadata: dict[str, Any] = {"name": scaler.name}
-    if scaler.namespace:
-        metadata["namespace"] = scaler.namespace
-    if scaler.uid:
-        metadata["uid"] = scaler.uid
-    if scaler.generation:
-        metadata["generation"] = scaler.generation
-    if scaler.creation_timestamp:
-        metadata["creationTimestamp"] = scaler.creation_timestamp
-    obj: dict[str, Any] = {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": metadata,
-        "spec": scaler.spec.to_dict(),
-    }
-    status = scaler.status.to_dict()
-    if status:
-        obj["status"] = status
-    return obj
