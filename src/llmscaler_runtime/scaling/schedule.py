@@ -21,7 +21,7 @@ import math
 
 from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, MetricProvider
 
-__all__ = ["next_sync_delay", "phase_of", "sync_tick"]
+__all__ = ["TICK_EPSILON", "next_sync_delay", "phase_of", "sync_tick"]
 
 
 def phase_of(spec: LLMScalerSpec) -> float:
@@ -35,9 +35,17 @@ def phase_of(spec: LLMScalerSpec) -> float:
     return (digest % 1_000_000) / 1_000_000 * spec.sync_period_seconds
 
 
+#: How close (in seconds) to a tick's start counts as the tick itself. Epoch seconds near
+#: 1.8e9 carry about 2e-7 s of float precision, so a sync woken exactly at a tick's start (a
+#: virtual clock does that, and ``next_sync_delay`` aims there) can compute a time a hair
+#: before it and be counted in the old tick, where it would reuse the old tick's answer.
+TICK_EPSILON = 1e-6
+
+
 def sync_tick(now: float, period: float, phase: float = 0.0) -> int:
-    """Index of the grid tick that ``now`` (epoch seconds) falls in."""
-    return math.floor((now - phase) / period)
+    """Index of the grid tick that ``now`` (epoch seconds) falls in; a time within
+    ``TICK_EPSILON`` before a tick's start belongs to that tick."""
+    return math.floor((now - phase + TICK_EPSILON) / period)
 
 
 def next_sync_delay(

@@ -61,3 +61,24 @@ def test_scalers_asking_the_same_questions_share_a_phase_others_spread() -> None
 def test_phase_shifts_the_grid() -> None:
     assert next_sync_delay(1_000.0, 15.0, phase=3.0) == pytest.approx(8.0)  # ticks at ...,993,1008
     assert sync_tick(1_008.0, 15.0, phase=3.0) == sync_tick(1_022.9, 15.0, phase=3.0)
+
+
+def test_a_time_a_float_hair_before_a_tick_start_belongs_to_that_tick() -> None:
+    """A sync woken exactly at its tick computes (phase + offset) + wall in another order
+    than the grid does; the rounding must not put it in the previous tick."""
+    from llmscaler_runtime.scaling.schedule import TICK_EPSILON, sync_tick
+
+    period, phase = 15.0, 3.123457
+    start = phase + 120_000_001 * period
+    assert sync_tick(start, period, phase) == 120_000_001
+    assert sync_tick(start - 2e-7, period, phase) == 120_000_001  # float noise at 1.8e9 s
+    assert sync_tick(start - 10 * TICK_EPSILON, period, phase) == 120_000_000
+    for offset in (
+        0.1,
+        0.35,
+        0.7,
+        2.9,
+    ):  # a virtual clock landing on the tick, summed as FakeClock does
+        wall = (1_800_000_007.6 + offset) + 7.4
+        tick = sync_tick(wall, period, offset + 0.0)
+        assert tick == sync_tick(1_800_000_015.0 + offset, period, offset)
