@@ -26,6 +26,7 @@ class Manager:
     def __init__(self, cache: Any) -> None:
         self.cache = cache
         self.clock = SYSTEM_CLOCK
+        self.metrics = None
         self.runnables: list[Any] = []
 
     def add(self, runnable: Any) -> None:

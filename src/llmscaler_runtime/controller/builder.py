@@ -49,6 +49,12 @@ class ManagerLike(Protocol):
         """The clock every controller of this manager uses unless given its own."""
         ...
 
+    @property
+    def metrics(self) -> object:
+        """The manager's metrics (None for none): used for every controller it builds when it
+        implements ``ControllerMetricsProvider`` and/or ``QueueMetricsProvider``."""
+        ...
+
     def add(self, runnable: Any) -> None: ...
 
 
@@ -154,7 +160,7 @@ class Builder:
         name = self._name or (self._for.kind.lower() if self._for is not None else "")
         options = dict(self._options)
         options.setdefault("clock", self._manager.clock)
-        manager_metrics = getattr(self._manager, "metrics", None)
+        manager_metrics = self._manager.metrics
         if "metrics" not in options and isinstance(manager_metrics, ControllerMetricsProvider):
             options["metrics"] = manager_metrics
         if "queue_metrics" not in options and isinstance(manager_metrics, QueueMetricsProvider):

@@ -17,6 +17,8 @@ import builtins
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from prometheus_client import CollectorRegistry
+
 from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.controller.builder import InformerSource, ManagerLike
 
@@ -152,6 +154,11 @@ class ScalerManager(ManagerLike, Protocol):
     @property
     def clock(self) -> Clock:
         """The manager's one clock; the reconciler and its steps share it."""
+        ...
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The manager's Prometheus registry, served on its metrics endpoint."""
         ...
 
     def event_recorder(self, component: str) -> EventSink: ...

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from llmscaler_runtime.api.v1alpha1 import (
     API_VERSION,
     KIND,
@@ -42,9 +44,15 @@ from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.decision_log import log_decision
 from llmscaler_runtime.scaling.memory import ScalerMemory
+from llmscaler_runtime.scaling.metrics import (
+    FAILED_UPDATE_STATUS,
+    NoopSyncMetrics,
+    SyncMetrics,
+    SyncResult,
+)
 from llmscaler_runtime.scaling.pacing import HistoryStore
 from llmscaler_runtime.scaling.ports import EventSink, EventType, ScalerCache, ScalerClient
-from llmscaler_runtime.scaling.reasons import EventReason
+from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
 from llmscaler_runtime.scaling.resolve import Problem, owned_target, requestable
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
 from llmscaler_runtime.scaling.secrets import SecretHeaderResolver
@@ -68,6 +76,15 @@ def _retry_period(obj: Mapping[str, Any]) -> float:
     return DEFAULT_RETRY_PERIOD
 
 
+@attrs.frozen
+class _Outcome:
+    """How one sync ended: when to come back, and the reason its status gives (a metric)."""
+
+    result: Result
+    sync: SyncResult
+    reason: str
+
+
 class LLMScalerReconciler:
     """Reconciles LLMScalers (see module docstring); implements ``controller.Reconciler``."""
 
@@ -84,6 +101,7 @@ class LLMScalerReconciler:
         align_syncs: bool = True,
         address_policy: AddressPolicy | None = None,
         secret_headers: SecretHeaderResolver | None = None,
+        metrics: SyncMetrics | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -96,6 +114,7 @@ class LLMScalerReconciler:
         self.align_syncs = align_syncs
         self.address_policy = address_policy or AddressPolicy()
         self.secret_headers = secret_headers or SecretHeaderResolver(client, clock=self.clock)
+        self.metrics: SyncMetrics = metrics or NoopSyncMetrics()
 
     @property
     def history(self) -> HistoryStore:
@@ -121,21 +140,31 @@ class LLMScalerReconciler:
         try:
             scaler = self.memory.parse(obj, str(meta.get("uid", "")))
         except SpecError as exc:
-            return self._invalid_spec(obj, exc, retry)
-        try:
-            return self._sync(obj, scaler)
-        except Exception as exc:  # never let a bug park the scaler in exponential backoff
-            _log.exception("sync failed unexpectedly", scaler=key)
-            self._event(obj, "Warning", EventReason.SYNC_FAILED, f"sync failed: {exc}")
-            self._write_status(obj, scaler, conditions.sync_failed(exc))
-            return Result(requeue_after=float(scaler.spec.retry_period_seconds))
+            outcome = self._invalid_spec(obj, exc, retry)
+        else:
+            try:
+                outcome = self._sync(obj, scaler)
+            except Exception as exc:  # never let a bug park the scaler in exponential backoff
+                _log.exception("sync failed unexpectedly", scaler=key)
+                self._event(obj, "Warning", EventReason.SYNC_FAILED, f"sync failed: {exc}")
+                self._write_status(obj, scaler, conditions.sync_failed(exc))
+                outcome = _Outcome(
+                    Result(requeue_after=float(scaler.spec.retry_period_seconds)),
+                    "retry",
+                    ConditionReason.SYNC_FAILED,
+                )
+        self.metrics.observe_sync(outcome.sync, outcome.reason)
+        return outcome.result
 
     # -- the pipeline ----------------------------------------------------------------------
 
-    def _sync(self, obj: dict[str, Any], scaler: LLMScaler) -> Result:
+    def _sync(self, obj: dict[str, Any], scaler: LLMScaler) -> _Outcome:
         spec = scaler.spec
         retry = Result(requeue_after=float(spec.retry_period_seconds))
         ok = Result(requeue_after=self._next_sync(spec))
+
+        def retrying(reason: str) -> _Outcome:
+            return _Outcome(retry, "retry", reason)
 
         # 1. may this scaler write its target, and can the target be read?
         target = owned_target(
@@ -165,7 +194,7 @@ class LLMScalerReconciler:
             _log.info("rollout guard defers scaling", scaler=scaler.key, reason=decision.reason)
             drafts = conditions.rollout_in_progress(target, decision.reason)
             self._write_status(obj, scaler, drafts, current=target.ready_replicas)
-            return ok
+            return _Outcome(ok, "success", ConditionReason.ROLLOUT_IN_PROGRESS)
 
         # 3. measure, recommend, pace: pure steps, no API calls
         started = self.clock.monotonic()  # intervals only: the window and the sync's budget
@@ -185,7 +214,7 @@ class LLMScalerReconciler:
                 drafts = conditions.failed_rescale(failure)
                 current = target.ready_replicas
                 self._write_status(obj, scaler, drafts, current=current, desired=plan.desired)
-                return retry
+                return retrying(ConditionReason.FAILED_UPDATE_SCALE)
             scaled = True
         self.memory.history.put(scaler.uid, plan.history_if_written)
 
@@ -199,7 +228,7 @@ class LLMScalerReconciler:
                 desired=plan.desired if scaled else None,
                 scaled=scaled,
             )
-            return retry
+            return retrying(conditions.measurement_failure_reason(spec))
         measured = (
             conditions.able(target, plan, scaled),
             conditions.active(spec, measurement),
@@ -214,8 +243,8 @@ class LLMScalerReconciler:
             desired=plan.desired,
             scaled=scaled,
         ):
-            return retry
-        return ok
+            return retrying(FAILED_UPDATE_STATUS)
+        return _Outcome(ok, "success", ConditionReason.SCALING)
 
     def _next_sync(self, spec: LLMScalerSpec) -> float:
         """Delay to the next evaluation: the scaler's next tick (``scaling.schedule``), or a
@@ -233,11 +262,11 @@ class LLMScalerReconciler:
         retry: Result,
         *,
         current: int | None = None,
-    ) -> Result:
+    ) -> _Outcome:
         """End a sync at a problem found before measuring: its Event, its status, a retry."""
         self._event(obj, "Warning", problem.reason, problem.message)
         self._write_status(obj, scaler, problem.drafts, current=current)
-        return retry
+        return _Outcome(retry, "retry", problem.drafts[-1].reason)
 
     def _scale(
         self,
@@ -306,7 +335,7 @@ class LLMScalerReconciler:
             self._event(obj, "Warning", reason, line)
         _log.warning("metric fetch failed", scaler=scaler.key, errors=list(measurement.errors))
 
-    def _invalid_spec(self, obj: dict[str, Any], exc: SpecError, retry: float) -> Result:
+    def _invalid_spec(self, obj: dict[str, Any], exc: SpecError, retry: float) -> _Outcome:
         message = "Invalid spec: " + "; ".join(exc.problems or (str(exc),))
         self._event(obj, "Warning", EventReason.INVALID_SPEC, message)
         old = LLMScalerStatus.from_dict(obj.get("status") or {}, strict=False)
@@ -321,7 +350,7 @@ class LLMScalerReconciler:
             scaled=False,
         )
         self._patch_status(obj, new)
-        return Result(requeue_after=retry)
+        return _Outcome(Result(requeue_after=retry), "retry", ConditionReason.INVALID_SPEC)
 
     def _write_status(
         self,

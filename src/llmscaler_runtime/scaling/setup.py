@@ -11,6 +11,7 @@ from llmscaler_runtime.controller import Builder, Controller, GenerationChangedP
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
+from llmscaler_runtime.scaling.metrics import PrometheusSyncMetrics, SyncMetrics
 from llmscaler_runtime.scaling.ports import ScalerManager
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 from llmscaler_runtime.scaling.steps import Steps, default_steps
@@ -28,6 +29,7 @@ def setup(
     http_options: HttpOptions | None = None,
     steps: Steps | None = None,
     address_policy: AddressPolicy | None = None,
+    metrics: SyncMetrics | None = None,
 ) -> Controller:
     """Register the LLMScaler controller with ``manager`` and return the Controller.
 
@@ -35,7 +37,9 @@ def setup(
     writes do not trigger a reconcile; periodic evaluation comes from ``requeue_after``.
     ``address_policy`` restricts where metric requests may go (default: anywhere). The field
     manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
-    default): it is how the one-writer rule is seen in ``managedFields``.
+    default): it is how the one-writer rule is seen in ``managedFields``. Sync outcomes are
+    counted in the manager's registry (``llmscaler_scaler_syncs_total``) unless ``metrics``
+    says otherwise.
     """
     clock = manager.clock  # one clock: the sync grid, the coalescing tick and every budget
     if steps is None:
@@ -49,6 +53,7 @@ def setup(
         clock=clock,
         leader_check=manager.is_leader,
         address_policy=address_policy,
+        metrics=metrics or PrometheusSyncMetrics(manager.registry),
     )
     return (
         Builder(manager)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -95,6 +96,16 @@ def _replicas(kube: Any, ns: str, name: str) -> int:
     return int(kube.get("apps/v1", "Deployment", name, ns)["spec"]["replicas"])
 
 
+def _syncs(manager: ManagerProcess, result: str, reason: str) -> float:
+    """``llmscaler_scaler_syncs_total{result, reason}`` from the manager's metrics endpoint."""
+    pattern = (
+        rf'^llmscaler_scaler_syncs_total\{{(?=[^}}]*result="{result}")'
+        rf'(?=[^}}]*reason="{reason}")[^}}]*\}}\s+([0-9.e+]+)$'
+    )
+    m = re.search(pattern, manager.metrics(), re.M)
+    return float(m.group(1)) if m else 0.0
+
+
 def _assert_retried_every_period(times: list[float]) -> None:
     """The first ``RETRIES`` retries after the first failure came about ``RETRY`` s apart."""
     span = times[RETRIES] - times[0]
@@ -128,6 +139,9 @@ def test_a_failing_prometheus_is_asked_again_every_retry_period(
     )
     _assert_retried_every_period(times)
     assert _replicas(kube, ns, app) == 1  # nothing is decided on a failing source
+    # The controller's error counter never sees these (reconcile catches them); this does.
+    failed = _syncs(manager, "retry", "FailedGetMetrics")
+    assert failed >= RETRIES, f"{failed} failed syncs counted for {len(times)} queries"
 
     # Once Prometheus answers again, the next retry uses the answer: 1 replica at 3x the target.
     failing_prometheus.recover("3")
@@ -136,6 +150,12 @@ def test_a_failing_prometheus_is_asked_again_every_retry_period(
         timeout=15,
         what="scale-up to 3 once Prometheus answers",
         diagnostics=manager.logs,
+    )
+    wait_for(
+        lambda: _syncs(manager, "success", "Scaling") >= 1,
+        timeout=15,
+        what="a successful sync counted in llmscaler_scaler_syncs_total",
+        diagnostics=manager.metrics,
     )
 
 

@@ -64,8 +64,7 @@ class FakeManager:
         self.cache = FakeCache()
         self.clock = clock
         self.runnables: list[Any] = []
-        if metrics is not None:
-            self.metrics = metrics
+        self.metrics = metrics
 
     def add(self, runnable: Any) -> None:
         self.runnables.append(runnable)

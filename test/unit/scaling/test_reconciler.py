@@ -1011,3 +1011,58 @@ def _phase(obj: dict[str, Any]) -> float:
     from llmscaler_runtime.scaling.schedule import phase_of
 
     return phase_of(LLMScaler.from_dict(obj).spec)
+
+
+# -- sync outcomes as a metric -----------------------------------------------------------------
+
+
+class RecordingSyncMetrics:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def observe_sync(self, result: str, reason: str) -> None:
+        self.seen.append((result, str(reason)))
+
+
+def test_every_sync_outcome_is_counted_with_the_reason_its_status_gives() -> None:
+    """reconcile catches every failure (backoff would stall the scaler), so the controller's
+    error counter never sees one; the sync metric must."""
+    w = World()
+    metrics = RecordingSyncMetrics()
+    w.reconciler = w.new_reconciler(metrics=metrics)
+    w.cluster.put(scaler_obj())
+    w.sync()  # no target yet
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(1.0)
+    w.sync()  # measured and steady
+    w.fetcher.set_value(None, error="connection refused")
+    w.sync()  # nothing measured: held
+    bad = scaler_obj("bad")
+    bad["spec"]["minReplicas"] = -1
+    w.cluster.put(bad)
+    w.sync("bad")
+    assert metrics.seen == [
+        ("retry", "TargetNotFound"),
+        ("success", "Scaling"),
+        ("retry", "FailedGetMetrics"),
+        ("retry", "InvalidSpec"),
+    ]
+
+
+def test_the_prometheus_sync_counter_starts_every_reason_at_zero() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from llmscaler_runtime.scaling.metrics import PrometheusSyncMetrics
+    from llmscaler_runtime.scaling.reasons import ConditionReason
+
+    registry = CollectorRegistry()
+    m = PrometheusSyncMetrics(registry)
+    m.observe_sync("retry", ConditionReason.FAILED_GET_METRICS)
+    value = registry.get_sample_value
+    labels = {"result": "retry", "reason": "FailedGetMetrics"}
+    assert value("llmscaler_scaler_syncs_total", labels) == 1.0
+    assert value("llmscaler_scaler_syncs_total", {"result": "retry", "reason": "SyncFailed"}) == 0
+    assert (
+        value("llmscaler_scaler_syncs_total", {"result": "retry", "reason": "FailedUpdateStatus"})
+        == 0
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.scaling import HttpOptions, setup
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX
@@ -55,6 +57,8 @@ class FakeManager:
         self.client = FakeClient(self.cluster)
         self.cache = InformingCache(self.cluster)
         self.clock = FakeClock()
+        self.metrics = None
+        self.registry = CollectorRegistry()
         self.added: list[Any] = []
         self.recorders: list[str] = []
 
