@@ -30,7 +30,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urlencode
 
 import attrs
@@ -48,6 +48,7 @@ __all__ = [
     "HttpOptions",
     "HttpResponse",
     "MetricHttpClient",
+    "MetricTransport",
     "ResponseTooLarge",
     "clip",
     "json_kind",
@@ -143,6 +144,26 @@ class _Flight:
 
 _Key = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 _CacheKey = tuple[_Key, Hashable, Callable[[HttpResponse], Any]]
+
+
+class MetricTransport(Protocol):
+    """What the providers need from a transport: :meth:`MetricHttpClient.get_as`.
+
+    A protocol rather than the concrete client so the providers' own parsing and error rules can
+    run over another source of answers, such as the what-if simulator's series evaluated on a
+    virtual clock (``llmscaler_sim``), without a socket.
+    """
+
+    def get_as(
+        self,
+        read: Callable[[HttpResponse], T],
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        budget: float | None = None,
+        coalesce: Hashable | None = None,
+    ) -> T: ...
 
 
 class MetricHttpClient:

@@ -25,7 +25,7 @@ from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.scaling.http import (
     FetchError,
     HttpResponse,
-    MetricHttpClient,
+    MetricTransport,
     clip,
     json_kind,
 )
@@ -153,7 +153,7 @@ class _DecisionReader:
 class DecisionProvider:
     """Asks the decision server for this scaler's replica count."""
 
-    http: MetricHttpClient
+    http: MetricTransport
     clock: Clock = SYSTEM_CLOCK  # its wall time picks the sync tick for coalescing
 
     def fetch(self, scaler: LLMScaler, budget: float) -> Measurement:

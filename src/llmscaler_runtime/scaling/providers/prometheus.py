@@ -27,7 +27,7 @@ from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.scaling.http import (
     FetchError,
     HttpResponse,
-    MetricHttpClient,
+    MetricTransport,
     clip,
     json_kind,
 )
@@ -164,7 +164,7 @@ def _pod_costs(resp: HttpResponse) -> Mapping[str, int]:
 class PrometheusProvider:
     """Fetches each metric of a scaler; also serves per-pod deletion costs."""
 
-    http: MetricHttpClient
+    http: MetricTransport
     clock: Clock = SYSTEM_CLOCK  # its wall time picks the sync tick for coalescing
 
     def query(
