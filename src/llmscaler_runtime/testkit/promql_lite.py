@@ -22,6 +22,7 @@ check that both agree on the supported forms.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import math
 import re
@@ -120,7 +121,7 @@ class Matcher:
         return found if self.op == "=~" else not found
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Selector:
     matchers: tuple[Matcher, ...]
     range_seconds: float | None = None
@@ -296,27 +297,32 @@ class _Parser:
         return Selector(tuple(matchers), range_seconds)
 
 
+@functools.lru_cache(maxsize=256)
 def parse(query: str) -> Node:
-    """Parses a query of the supported subset, raising :class:`PromQLError` otherwise."""
+    """Parses a query of the supported subset, raising :class:`PromQLError` otherwise.
+
+    The tree is immutable, so a query asked again (every sync period) is parsed once.
+    """
     return _Parser(query).parse()
 
 
 # -- evaluation -------------------------------------------------------------------------------
-def _labels_of(sample: Sample) -> Labels:
-    return tuple(sorted({**sample.labels, "__name__": sample.name}.items()))
-
-
 def _drop_name(labels: Labels) -> Labels:
     return tuple(item for item in labels if item[0] != "__name__")
 
 
 def _select(samples: Iterable[Sample], selector: Selector) -> Vector:
+    # The metric name is matched first, on the sample itself: most series of a scrape belong to
+    # other metrics, and building their label sets only to reject them dominated the cost.
+    names = [m for m in selector.matchers if m.name == "__name__" and m.op == "="]
+    others = [m for m in selector.matchers if m not in names]
     out: Vector = []
     for sample in samples:
-        labels = _labels_of(sample)
-        as_dict = dict(labels)
-        if all(m.matches(as_dict) for m in selector.matchers):
-            out.append((labels, sample.value))
+        if any(sample.name != m.value for m in names):
+            continue
+        as_dict = {**sample.labels, "__name__": sample.name}
+        if all(m.matches(as_dict) for m in others):
+            out.append((tuple(sorted(as_dict.items())), sample.value))
     return out
 
 
@@ -362,14 +368,19 @@ class Evaluator:
         self._source = source
         self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._history_seconds = history_seconds
-        self._history: collections.deque[tuple[float, list[Sample]]] = collections.deque()
+        # (time, snapshot, the snapshot's selections by selector): a recorded snapshot never
+        # changes, so each selector is matched against it once, however many range queries
+        # its window is part of.
+        self._history: collections.deque[tuple[float, list[Sample], dict[Selector, Vector]]] = (
+            collections.deque()
+        )
         self._lock = threading.Lock()
 
     def record(self) -> None:
         now = self._clock.now()
         snapshot = list(self._source())
         with self._lock:
-            self._history.append((now, snapshot))
+            self._history.append((now, snapshot, {}))
             while self._history and self._history[0][0] < now - self._history_seconds:
                 self._history.popleft()
 
@@ -406,14 +417,29 @@ class Evaluator:
 
     def _range(self, node: RangeFunction, now: float) -> Vector:
         window = node.selector.range_seconds or 0.0
+        selections: list[Vector] = []
         with self._lock:
-            points = [(t, s) for t, s in self._history if now - window < t <= now]
-        if not points:
-            points = [(now, list(self._source()))]
+            for t, snapshot, cache in reversed(self._history):  # newest first: stop at the window
+                if t <= now - window:
+                    break
+                if t > now:
+                    continue
+                selected = cache.get(node.selector)
+                if selected is None:
+                    selected = cache[node.selector] = [
+                        (_drop_name(labels), value)
+                        for labels, value in _select(snapshot, node.selector)
+                    ]
+                selections.append(selected)
+        selections.reverse()
+        if not selections:
+            selections = [
+                [(_drop_name(labels), v) for labels, v in _select(self._source(), node.selector)]
+            ]
         series: dict[Labels, list[float]] = {}
-        for _t, snapshot in points:
-            for labels, value in _select(snapshot, node.selector):
-                series.setdefault(_drop_name(labels), []).append(value)
+        for selected in selections:
+            for labels, value in selected:
+                series.setdefault(labels, []).append(value)
         op = node.name.removesuffix("_over_time")
         return [(labels, _aggregate(op, values)) for labels, values in series.items()]
 
