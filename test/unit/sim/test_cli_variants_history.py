@@ -1,0 +1,227 @@
+"""Variants from --set, the CLI end to end on the shipped sample, and history replay.
+
+History replay is tested against a local HTTP server answering ``/api/v1/query_range`` with
+Prometheus's JSON shapes (matrix results, error objects): a fake of the HTTP contract, not a
+real Prometheus.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from llmscaler_sim.cli import main
+from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
+from llmscaler_sim.variants import VariantError, build_variants, load_scaler
+
+ROOT = Path(__file__).resolve().parents[3]
+SPEC = ROOT / "examples" / "sim" / "scaler.yaml"
+SAMPLE = ROOT / "examples" / "sim" / "sample-trace.csv"
+
+
+def test_set_gives_the_cross_product_plus_the_baselines() -> None:
+    base = load_scaler(SPEC)
+    variants = build_variants(
+        [("s", base)],
+        ["scaleDown.stabilizationWindowSeconds=0,300", "scaleDown.maxStepReplicas=1,2"],
+    )
+    names = [v.name for v in variants]
+    assert names[:4] == [
+        "window=0, maxStep=1",
+        "window=0, maxStep=2",
+        "window=300, maxStep=1",
+        "window=300, maxStep=2",
+    ]
+    assert names[4:] == ["hpa-defaults", "cache-aware-off"]
+    assert variants[3].scaler.spec.scale_down.max_step_replicas == 2
+    assert variants[-1].scaler.spec.scale_down.behavior.value == "None"
+    assert base["spec"]["scaleDown"]["maxStepReplicas"] == 1  # the input is not modified
+
+
+def test_set_on_a_list_item_and_a_query_with_commas() -> None:
+    base = load_scaler(SPEC)
+    q = 'avg(vllm:num_requests_waiting{namespace="default", app="vllm-opt-125m"})'
+    (v,) = build_variants([("s", base)], [f"metrics[0].query={q}"], baselines=False)
+    assert v.scaler.spec.metrics[0].query == q
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("scaleDown.maxStepReplicas=-1", "spec.scaleDown.maxStepReplicas"),
+        ("scaleDown.behavior=Sometimes", "spec.scaleDown.behavior"),
+        ("metrics[0].target=80%", "spec.metrics[0].target"),
+        ("metrics[3].target=1", "no item [3]"),
+    ],
+)
+def test_a_spec_the_crd_would_reject_is_an_error_naming_the_field(
+    override: str, expected: str
+) -> None:
+    with pytest.raises(VariantError) as err:
+        build_variants([("s", load_scaler(SPEC))], [override])
+    assert expected in str(err.value)
+
+
+def test_cli_runs_the_sample_and_writes_table_json_and_svg(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    code = main(
+        [
+            str(SPEC),
+            "--trace",
+            str(SAMPLE),
+            "--set",
+            "scaleDown.stabilizationWindowSeconds=0,180",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    for name in ("window=0", "window=180", "hpa-defaults", "cache-aware-off"):
+        assert name in text
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert [v["name"] for v in doc["variants"]][:2] == ["window=0", "window=180"]
+    assert all(v["figures"]["syncs"] > 1000 for v in doc["variants"])
+    svg = out.with_suffix(".svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<path") == 3 * 4
+
+
+def test_cli_bad_input_is_one_error_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,concurrency\n0,5\n60,-1\n")
+    out = tmp_path / "run"
+    assert main([str(SPEC), "--trace", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "line 3, field 'concurrency'" in err and err.count("\n") == 1
+    assert (
+        main([str(SPEC), "--generate", "ramp", "--set", "minReplicas=-3", "--out", str(out)]) == 2
+    )
+    assert "spec.minReplicas" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+# -- history -------------------------------------------------------------------------------------
+
+Answer = Callable[[str, float, float, float], dict[str, Any]]
+
+
+@pytest.fixture
+def prometheus_api() -> Iterator[tuple[str, dict[str, Answer]]]:
+    answers: dict[str, Answer] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            q = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            if parts.path != "/api/v1/query_range":
+                self.send_response(404)
+                self.end_headers()
+                return
+            answer = answers.get(q["query"])
+            if answer is None:
+                doc: dict[str, Any] = {
+                    "status": "success",
+                    "data": {"resultType": "matrix", "result": []},
+                }
+            else:
+                doc = answer(q["query"], float(q["start"]), float(q["end"]), float(q["step"]))
+            body = json.dumps(doc).encode()
+            self.send_response(200 if doc["status"] == "success" else 400)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", answers
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def matrix(fn: Callable[[float], float]) -> Answer:
+    def answer(_q: str, start: float, end: float, step: float) -> dict[str, Any]:
+        values = []
+        t = start
+        while t <= end:
+            values.append([t, repr(fn(t))])
+            t += step
+        return {
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [{"metric": {}, "values": values}]},
+        }
+
+    return answer
+
+
+def test_history_rebuilds_demand_as_average_times_ready(
+    prometheus_api: tuple[str, dict[str, Answer]],
+) -> None:
+    url, answers = prometheus_api
+    scaler = build_variants([("s", load_scaler(SPEC))], baselines=False)[0].scaler
+    answers[scaler.spec.metrics[0].query] = matrix(lambda t: 0.6)
+    ready_q = "sum(ready)"
+    answers[ready_q] = matrix(lambda t: 2.0 if t < 1_000_300 else 4.0)
+    trace = demand_from_history(
+        HistoryQuery(url, 1_000_000, 1_000_600, 60), scaler, ready_query=ready_q
+    )
+    # 0.6 KV per replica x ready / 0.015 KV per sequence
+    assert trace.demand[0] == pytest.approx(0.6 * 2 / 0.015)
+    assert trace.demand[-1] == pytest.approx(0.6 * 4 / 0.015)
+    assert trace.start_epoch == 1_000_000 and trace.times[1] == 60
+
+
+def test_history_that_returns_nothing_is_an_error_naming_the_query(
+    prometheus_api: tuple[str, dict[str, Answer]], tmp_path: Path
+) -> None:
+    url, _answers = prometheus_api
+    scaler = build_variants([("s", load_scaler(SPEC))], baselines=False)[0].scaler
+    with pytest.raises(HistoryError, match="returned no series between"):
+        demand_from_history(HistoryQuery(url, 1_000_000, 1_000_600, 60), scaler)
+    out = tmp_path / "run"
+    code = main(
+        [
+            str(SPEC),
+            "--prometheus",
+            url,
+            "--start",
+            "1000000",
+            "--end",
+            "1000600",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 2 and not list(tmp_path.iterdir())
+
+
+def test_history_refuses_a_query_it_cannot_map_to_concurrency(
+    prometheus_api: tuple[str, dict[str, Answer]],
+) -> None:
+    url, answers = prometheus_api
+    obj = load_scaler(SPEC)
+    obj["spec"]["metrics"][0]["query"] = "avg(gpu_util)"
+    scaler = build_variants([("s", obj)], baselines=False)[0].scaler
+    with pytest.raises(HistoryError, match="demand query"):
+        demand_from_history(HistoryQuery(url, 1_000_000, 1_000_600, 60), scaler)
+    answers["sum(inflight)"] = matrix(lambda t: 42.0)
+    trace = demand_from_history(
+        HistoryQuery(url, 1_000_000, 1_000_600, 60), scaler, demand_query="sum(inflight)"
+    )
+    assert set(trace.demand) == {42.0}
