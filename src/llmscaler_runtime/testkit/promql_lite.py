@@ -16,7 +16,8 @@ Anything else is answered with the API's ``bad_data`` error, so an unsupported q
 loudly instead of being approximated. Results follow Prometheus's shapes: functions and
 arithmetic drop ``__name__``, aggregations keep only their ``by`` labels, and an empty input
 gives an empty vector. Real Prometheus is used whenever it is installed; the integration tests
-check that both agree on the supported forms.
+check that both agree on the supported forms. The what-if simulator (``llmscaler_sim``) uses
+:class:`Evaluator` on a virtual clock to answer the scaler's queries over simulated scrapes.
 """
 
 from __future__ import annotations
