@@ -8,7 +8,7 @@ from .backoff import Backoff
 from .informer import FuncHandler, ResourceEventHandler, SharedInformer
 from .reader import CacheNotStarted, CacheNotSynced, InformerCache
 from .reflector import ListerWatcher, Reflector, ReflectorSink
-from .selector import LabelSelector, Requirement, parse_selector
+from .selector import LabelSelector, Requirement, format_selector, parse_selector
 from .store import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -36,6 +36,7 @@ __all__ = [
     "ResourceEventHandler",
     "SharedInformer",
     "Store",
+    "format_selector",
     "namespace_index",
     "object_key",
     "parse_selector",

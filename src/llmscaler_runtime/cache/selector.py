@@ -17,6 +17,9 @@ Accepted forms:
 
 Malformed input raises ``ValueError`` naming the bad part — at setup, not on the first event;
 a value of the wrong type raises ``TypeError``.
+
+:func:`format_selector` goes the other way, from the structured form to the string a list request
+takes (``labelSelector=``), so the grammar is written down in this one module both ways.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["LabelSelector", "Requirement", "parse_selector"]
+__all__ = ["LabelSelector", "Requirement", "format_selector", "parse_selector"]
 
 _KEY = r"[A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?"
 _VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
@@ -177,3 +180,32 @@ def parse_selector(selector: str | Mapping[str, Any] | LabelSelector | None) -> 
             return _parse_structured(selector)
         return LabelSelector(tuple(_equality_requirements(selector, "label selector")))
     raise TypeError(f"label selector must be a str or a mapping, got {type(selector).__name__}")
+
+
+def format_selector(selector: Mapping[str, Any] | None) -> str:
+    """A structured ``metav1.LabelSelector`` as the string form list requests take.
+
+    ``matchLabels`` come first in key order, then ``matchExpressions`` in their given order, each
+    with its values sorted, so the same selector always gives the same text (and the same request).
+    ``None`` or an empty selector gives ``""``, which selects everything: a caller to whom that
+    would be a mistake must check for it. An operator Kubernetes does not define raises
+    ``ValueError`` rather than being dropped, since dropping a clause widens the selection.
+    """
+    if not selector:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        key = expr.get("key")
+        op = expr.get("operator")
+        values = ",".join(sorted(str(v) for v in expr.get("values") or ()))
+        if op == "In":
+            parts.append(f"{key} in ({values})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            raise ValueError(f"unknown label selector operator {op!r}")
+    return ",".join(parts)

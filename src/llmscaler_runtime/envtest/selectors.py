@@ -91,6 +91,7 @@ def parse_label_selector(selector: str | None) -> Callable[[Mapping[str, str]], 
 
 def label_selector_from_match(selector: Mapping[str, Any] | None) -> str:
     """Render a ``LabelSelector`` object (matchLabels + matchExpressions) as selector text."""
+    # Not cache.format_selector, on purpose: the server must not import the runtime it tests.
     if not selector:
         return ""
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, MetricProvider, ScaleDownBehavior
+from llmscaler_runtime.cache.selector import format_selector
 from llmscaler_runtime.kube.errors import ApiError
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.scaling.ports import ScalerClient
@@ -103,24 +104,10 @@ def selector_string(selector: Mapping[str, Any]) -> str:
     Raises ValueError for an empty selector (it would match every pod in the namespace) or an
     operator Kubernetes does not define.
     """
-    parts: list[str] = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or ():
-        key = expr.get("key")
-        op = expr.get("operator")
-        values = ",".join(sorted(str(v) for v in expr.get("values") or ()))
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-        else:
-            raise ValueError(f"unknown label selector operator {op!r}")
-    if not parts:
+    text = format_selector(selector)
+    if not text:
         raise ValueError("the target's selector is empty; refusing to treat every pod as its own")
-    return ",".join(parts)
+    return text
 
 
 @attrs.frozen

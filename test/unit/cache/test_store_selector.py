@@ -9,6 +9,7 @@ from llmscaler_runtime.cache import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
     Store,
+    format_selector,
     object_key,
     parse_selector,
     strip_managed_fields,
@@ -185,3 +186,46 @@ def test_selector_object_form_errors() -> None:
         parse_selector({"matchExpressions": [{"key": "a", "operator": "Near"}]})
     with pytest.raises(ValueError):
         parse_selector({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]})
+
+
+# matchLabels out of order, expressions in an order that is not sorted, values unsorted
+_STRUCTURED = {
+    "matchExpressions": [
+        {"key": "old", "operator": "DoesNotExist"},
+        {"key": "zone", "operator": "In", "values": ["b", "a"]},
+        {"key": "gpu", "operator": "Exists"},
+        {"key": "canary", "operator": "NotIn", "values": ["yes", "maybe"]},
+    ],
+    "matchLabels": {"tier": "llm", "app": "web"},
+}
+
+
+def test_format_selector_is_stable_text() -> None:
+    # labels sorted first, expressions as given, each expression's values sorted
+    assert format_selector(_STRUCTURED) == (
+        "app=web,tier=llm,!old,zone in (a,b),gpu,canary notin (maybe,yes)"
+    )
+    assert format_selector(None) == "" and format_selector({}) == ""
+    assert format_selector({"matchLabels": {}, "matchExpressions": []}) == ""
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"app": "web", "tier": "llm", "zone": "a", "gpu": "1"},
+        {"app": "web", "tier": "llm", "zone": "c", "gpu": "1"},
+        {"app": "web", "tier": "llm", "zone": "b", "gpu": "1", "canary": "yes"},
+        {"app": "web", "tier": "llm", "zone": "b"},
+        {"app": "web", "tier": "llm", "zone": "b", "gpu": "", "old": "x"},
+        {"app": "db", "tier": "llm", "zone": "a", "gpu": "1"},
+    ],
+)
+def test_format_selector_selects_what_the_structured_form_selects(labels: dict[str, str]) -> None:
+    text = format_selector(_STRUCTURED)
+    assert parse_selector(text).matches(labels) is parse_selector(_STRUCTURED).matches(labels)
+
+
+def test_format_selector_refuses_an_unknown_operator() -> None:
+    # dropping the clause would widen the selection
+    with pytest.raises(ValueError, match="Near"):
+        format_selector({"matchExpressions": [{"key": "k", "operator": "Near"}]})
