@@ -16,7 +16,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
 import json
 import math
@@ -32,6 +31,7 @@ from typing import Any
 import attrs
 
 from bench import harness as h
+from llmscaler_runtime.kube.times import rfc3339
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results.json"
@@ -101,7 +101,7 @@ def _record(m: h.Measured, scenario: str, extra: dict[str, Any]) -> dict[str, An
     doc = attrs.asdict(m)
     doc.update(extra)
     doc["scenario"] = scenario
-    doc["measured_at"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc["measured_at"] = rfc3339(time.time())
     return doc
 
 

@@ -21,13 +21,13 @@ import queue
 import socket
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 import attrs
 import cachetools
 
 from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
+from llmscaler_runtime.kube.times import rfc3339
 from llmscaler_runtime.log import get_logger
 
 __all__ = ["EventClient", "EventRecorder", "EventType"]
@@ -79,10 +79,6 @@ class _Write:
     reason: str
     message: str
     at: float
-
-
-def _rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(exc: BaseException) -> int | None:
@@ -269,7 +265,7 @@ class EventRecorder:
 
     def _write(self, w: _Write) -> None:
         w = self._aggregate(w)
-        ts = _rfc3339(w.at)
+        ts = rfc3339(w.at)
         series = self._series.get(w.key)
         if series is not None:
             series.count += 1

@@ -122,6 +122,7 @@ _KEY_DEFAULTS = {"protocol": "TCP"}
 
 
 def now_iso() -> str:
+    # envtest's own on purpose (not kube.rfc3339): the server must not import the runtime it tests.
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

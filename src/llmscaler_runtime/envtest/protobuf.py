@@ -211,6 +211,7 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
         elif kind == "bytes":
             out[key] = bytes(val)
         elif kind == "time":
+            # metav1.Time as JSON; envtest does not import the runtime (kube.rfc3339) it tests
             t = decode_message("Time", val)
             if not t.get("seconds"):
                 continue

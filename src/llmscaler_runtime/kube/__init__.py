@@ -26,6 +26,7 @@ from .errors import (
     error_from_response,
 )
 from .mapper import GVK, NoKindMatch, ResourceInfo, RESTMapper, split_api_version
+from .times import rfc3339
 
 __all__ = [
     "APPLY_CONTENT_TYPE",
@@ -55,5 +56,6 @@ __all__ = [
     "deep_copy",
     "error_from_response",
     "load_config",
+    "rfc3339",
     "split_api_version",
 ]

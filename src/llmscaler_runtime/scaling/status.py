@@ -9,13 +9,13 @@ message alone does not count as a transition).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import Condition, LLMScalerStatus
+from llmscaler_runtime.kube.times import rfc3339
 
 __all__ = [
     "ABLE_TO_SCALE",
@@ -50,12 +50,6 @@ class ConditionDraft:
     def status_text(self) -> str:
         """``metav1.ConditionStatus`` spelling."""
         return "Unknown" if self.status is None else ("True" if self.status else "False")
-
-
-def rfc3339(epoch_seconds: float) -> str:
-    """Kubernetes' timestamp form (UTC, whole seconds)."""
-    moment = dt.datetime.fromtimestamp(int(epoch_seconds), tz=dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build_status(

@@ -252,6 +252,7 @@ def random_suffix(rng: random.Random, n: int = 5) -> str:
 
 def rfc3339(wall_seconds: float) -> str:
     """Second-precision UTC timestamp, the format metav1.Time serialises to."""
+    # envtest's own on purpose (not kube.rfc3339): the server must not import the runtime it tests.
     ts = _dt.datetime.fromtimestamp(int(wall_seconds), tz=_dt.UTC)
     return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
 
