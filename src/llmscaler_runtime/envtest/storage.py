@@ -48,6 +48,7 @@ PODS_KEY = ("", "pods")
 
 def fast_copy(obj: Any) -> Any:
     """Copy JSON-like data (dict/list/scalars) faster than ``copy.deepcopy``."""
+    # Not kube.deep_copy, on purpose: the server must not import the runtime it tests.
     if isinstance(obj, dict):
         return {k: fast_copy(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -56,6 +57,7 @@ def fast_copy(obj: Any) -> Any:
 
 
 def _now() -> str:
+    # envtest's own on purpose (not kube.rfc3339): the server must not import the runtime it tests.
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

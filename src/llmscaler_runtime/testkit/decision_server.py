@@ -100,6 +100,8 @@ class DecisionServer(LoopbackService):
     def set_decisions(self, decisions: Sequence[Mapping[str, Any]]) -> None:
         """Sets the raw decision list verbatim, malformed entries included (for error tests)."""
         with self._lock:
+            # a JSON round trip, not kube.deep_copy: store what the wire will carry (any Mapping
+            # becomes a dict) and refuse a value JSON cannot encode now, not on the first request
             self._decisions = [json.loads(json.dumps(d)) for d in decisions]
 
     def clear_decisions(self) -> None:

@@ -49,6 +49,7 @@ _KIND_KEY = {
 
 
 def _copy(obj: Any) -> Any:
+    # Not kube.deep_copy, on purpose: the simulator must not import the runtime it tests.
     if isinstance(obj, dict):
         return {k: _copy(v) for k, v in obj.items()}
     if isinstance(obj, list):
