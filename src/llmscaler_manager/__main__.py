@@ -12,21 +12,14 @@ import structlog
 
 from llmscaler_manager.cli import Options, parse_args
 
-_SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 
 def _lease_namespace(opts: Options) -> str:
     """The Lease lives next to the manager: its own namespace in a cluster, else 'default'."""
     if opts.leader_election_namespace:
         return opts.leader_election_namespace
-    try:
-        with open(_SA_NAMESPACE_FILE, encoding="utf-8") as f:
-            ns = f.read().strip()
-        if ns:
-            return ns
-    except OSError:
-        pass
-    return "default"
+    from llmscaler_runtime.kube import in_cluster_namespace  # local, like run()'s imports
+
+    return in_cluster_namespace() or "default"
 
 
 def run(opts: Options) -> int:

@@ -5,7 +5,7 @@ between readers: never mutate them; take a private copy with :func:`deep_copy` f
 """
 
 from .client import APPLY_CONTENT_TYPE, Client, PatchType, WatchStream
-from .config import ConfigError, load_config
+from .config import ConfigError, in_cluster_namespace, load_config
 from .copy import deep_copy
 from .errors import (
     AlreadyExists,
@@ -55,6 +55,7 @@ __all__ = [
     "WatchStream",
     "deep_copy",
     "error_from_response",
+    "in_cluster_namespace",
     "load_config",
     "rfc3339",
     "split_api_version",

@@ -15,12 +15,14 @@ import kubernetes.config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-__all__ = ["ConfigError", "load_config"]
+__all__ = ["ConfigError", "in_cluster_namespace", "load_config"]
 
 SERVICE_HOST_ENV = "KUBERNETES_SERVICE_HOST"
 SERVICE_PORT_ENV = "KUBERNETES_SERVICE_PORT"
 SERVICE_TOKEN_FILENAME = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 SERVICE_CERT_FILENAME = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+#: Where a pod finds its own namespace (mounted with the service account token).
+SERVICE_NAMESPACE_FILENAME = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
@@ -30,6 +32,21 @@ class ConfigError(RuntimeError):
 
 def _in_cluster_available() -> bool:
     return bool(os.environ.get(SERVICE_HOST_ENV)) and os.path.isfile(SERVICE_TOKEN_FILENAME)
+
+
+def in_cluster_namespace(path: str | None = None) -> str | None:
+    """The namespace this pod runs in, or None outside a cluster (file missing or empty).
+
+    Read from the service account mount (``path`` defaults to it), as client-go does. What to do
+    without one differs by caller (the Manager refuses to guess a Lease namespace, the binary
+    falls back to ``default``), so this only reads and leaves the decision to them.
+    """
+    try:
+        with open(path or SERVICE_NAMESPACE_FILENAME, encoding="utf-8") as f:
+            namespace = f.read().strip()
+    except OSError:
+        return None
+    return namespace or None
 
 
 def _from_kubeconfig(path: str, context: str | None) -> kubernetes.client.Configuration:

@@ -34,7 +34,8 @@ from prometheus_client import CollectorRegistry
 from llmscaler_runtime.cache import InformerCache
 from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.events import EventRecorder
-from llmscaler_runtime.kube import Client
+from llmscaler_runtime.kube import Client, in_cluster_namespace
+from llmscaler_runtime.kube import config as kube_config
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.manager.fencing import FencedClient
 from llmscaler_runtime.manager.leaderelection import LeaderElectionConfig, LeaderElector
@@ -70,21 +71,13 @@ class Runnable(Protocol):
         ...
 
 
-#: Where a pod finds its own namespace (mounted with the service account token).
-SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-def _in_cluster_namespace(path: str = SERVICE_ACCOUNT_NAMESPACE_FILE) -> str:
+def _in_cluster_namespace() -> str:
     """The pod's namespace, as controller-runtime defaults the lease namespace."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            namespace = f.read().strip()
-    except OSError:
-        namespace = ""
-    if not namespace:
+    namespace = in_cluster_namespace()
+    if namespace is None:
         raise ValueError(
             "leader election needs lease_namespace when not running in a cluster "
-            f"({path} is not readable)"
+            f"({kube_config.SERVICE_NAMESPACE_FILENAME} is not readable)"
         )
     return namespace
 

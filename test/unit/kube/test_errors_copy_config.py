@@ -15,6 +15,7 @@ from llmscaler_runtime.kube import (
     TooManyRequests,
     deep_copy,
     error_from_response,
+    in_cluster_namespace,
     load_config,
 )
 from llmscaler_runtime.kube import config as config_mod
@@ -166,3 +167,18 @@ def test_deep_copy_handles_non_json_types_and_repeated_references() -> None:
     plain = deep_copy({"a": [shared, shared]})
     assert plain["a"][0] is not plain["a"][1]  # no hidden aliasing inside a copy either
     assert plain["a"][0] is not shared
+
+
+def test_in_cluster_namespace_reads_the_service_account_mount(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sa_file = tmp_path / "namespace"
+    monkeypatch.setattr(config_mod, "SERVICE_NAMESPACE_FILENAME", str(sa_file))
+    assert in_cluster_namespace() is None  # not in a cluster: no file
+    sa_file.write_text("")
+    assert in_cluster_namespace() is None  # an empty file is no namespace either
+    sa_file.write_text("llm-system\n")
+    assert in_cluster_namespace() == "llm-system"
+    other = tmp_path / "other"
+    other.write_text(" team-a ")
+    assert in_cluster_namespace(str(other)) == "team-a"

@@ -10,11 +10,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from llmscaler_runtime.controller.metrics import ControllerMetricsProvider
+from llmscaler_runtime.kube import config as kube_config
 from llmscaler_runtime.manager import LeaderElectionConfig, Manager
 from llmscaler_runtime.manager.server import parse_bind_address
 from llmscaler_runtime.testkit import FakeClock
@@ -489,6 +491,20 @@ def test_leader_election_defaults_identity_and_needs_a_namespace_outside_a_clust
             metrics_bind_address="0",
             health_probe_bind_address="0",
         )
+
+
+def test_leader_election_takes_the_pods_namespace_in_a_cluster(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sa_file = tmp_path / "namespace"
+    sa_file.write_text("ops\n")
+    monkeypatch.setattr(kube_config, "SERVICE_NAMESPACE_FILENAME", str(sa_file))
+    mgr = make(
+        leader_election=LeaderElectionConfig(enabled=True, lease_name="l"),
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+    )
+    assert mgr.leader_election.lease_namespace == "ops"
 
 
 @pytest.mark.parametrize("leader_election", [False, True])

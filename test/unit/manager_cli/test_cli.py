@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from llmscaler_manager.__main__ import _lease_namespace
 from llmscaler_manager.cli import DEFAULT_LEADER_ELECTION_ID, parse_args
+from llmscaler_runtime.kube import config as kube_config
 
 
 def test_defaults_follow_the_kubebuilder_scaffold() -> None:
@@ -56,3 +59,15 @@ def test_binary_rejects_bad_flag_with_exit_2() -> None:
     )
     assert proc.returncode == 2
     assert "--log-format" in proc.stderr
+
+
+def test_lease_namespace_flag_then_own_namespace_then_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    sa_file = tmp_path / "namespace"
+    monkeypatch.setattr(kube_config, "SERVICE_NAMESPACE_FILENAME", str(sa_file))
+    assert _lease_namespace(parse_args([])) == "default"  # outside a cluster
+    sa_file.write_text("llm-system\n")
+    assert _lease_namespace(parse_args([])) == "llm-system"
+    flag = parse_args(["--leader-election-namespace", "leases"])
+    assert _lease_namespace(flag) == "leases"
