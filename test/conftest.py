@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 _PLUGINS = (
@@ -14,7 +12,5 @@ _PLUGINS = (
 
 def pytest_configure(config: pytest.Config) -> None:
     for name in _PLUGINS:
-        if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None:
-            continue
-        if importlib.util.find_spec(name) is not None and not config.pluginmanager.has_plugin(name):
+        if not config.pluginmanager.has_plugin(name):
             config.pluginmanager.import_plugin(name)

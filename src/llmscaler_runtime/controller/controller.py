@@ -8,11 +8,9 @@ item's failure history. The queue guarantees one Request is never reconciled con
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import structlog
@@ -22,13 +20,12 @@ from llmscaler_runtime.controller.handlers import EnqueueHandler, Mapper, enqueu
 from llmscaler_runtime.controller.metrics import ControllerMetricsProvider, NoopControllerMetrics
 from llmscaler_runtime.controller.predicates import Obj, Predicate
 from llmscaler_runtime.controller.types import Reconciler, Request, Result, TerminalError
+from llmscaler_runtime.log import reconcile_context
 from llmscaler_runtime.workqueue import QueueMetricsProvider, RateLimiter, RateLimitingQueue
 
 __all__ = ["Controller", "Informer"]
 
 _log = structlog.get_logger("llmscaler_runtime.controller")
-
-ContextFactory = Callable[[str, str, str], AbstractContextManager[Any]]
 
 
 class Informer(Protocol):
@@ -44,25 +41,6 @@ class Informer(Protocol):
     ) -> None: ...
 
     def wait_for_sync(self, timeout: float | None = None) -> bool: ...
-
-
-def _fallback_context(controller: str, namespace: str, name: str) -> AbstractContextManager[Any]:
-    return structlog.contextvars.bound_contextvars(
-        controller=controller, namespace=namespace, name=name
-    )
-
-
-def _reconcile_context_factory() -> ContextFactory:
-    """``llmscaler_runtime.log.reconcile_context`` when available, else plain field binding.
-
-    Imported lazily so the controller does not depend on the logging module's presence.
-    """
-    try:
-        module = importlib.import_module("llmscaler_runtime.log")
-    except ImportError:
-        return _fallback_context
-    factory = getattr(module, "reconcile_context", None)
-    return factory if callable(factory) else _fallback_context
 
 
 def _is_terminal(exc: BaseException) -> bool:
@@ -123,7 +101,6 @@ class Controller:
         )
         self._clock = self.queue.clock
         self._log = _log.bind(controller=name)
-        self._context = _reconcile_context_factory()
         self._lock = threading.Lock()
         self._informers: list[Informer] = []
         self._workers: list[threading.Thread] = []
@@ -235,7 +212,7 @@ class Controller:
         metrics.add_active_workers(self.name, 1)
         start = self._clock.monotonic()
         try:
-            with self._context(self.name, req.namespace, req.name):
+            with reconcile_context(self.name, req.namespace, req.name):
                 outcome = self._reconcile_handler(req)
         finally:
             metrics.add_active_workers(self.name, -1)

@@ -22,7 +22,9 @@ import kubernetes.client
 import yaml
 
 from .errors import StatusError
+from .gc import GarbageCollector
 from .server import ApiServer
+from .simulator import WorkloadSimulator
 from .storage import Storage
 
 if TYPE_CHECKING:
@@ -188,18 +190,13 @@ class Environment:
         return cfg
 
     def _start_components(self) -> None:
-        gc_mod = _optional("llmscaler_runtime.envtest.gc")
         if self.simulate_workloads:
-            sim_mod = importlib.import_module("llmscaler_runtime.envtest.simulator")
-            sim = sim_mod.WorkloadSimulator(
-                self.storage, pod_startup_seconds=self.pod_startup_seconds
-            )
+            sim = WorkloadSimulator(self.storage, pod_startup_seconds=self.pod_startup_seconds)
             sim.start()
             self._components.append(sim)
-        if gc_mod is not None:
-            gc = gc_mod.GarbageCollector(self.storage)
-            gc.start()
-            self._components.append(gc)
+        gc = GarbageCollector(self.storage)
+        gc.start()
+        self._components.append(gc)
 
     def _write_kubeconfig(self, path: Path) -> None:
         cluster: dict[str, Any] = {"server": self.url}
@@ -223,10 +220,13 @@ class Environment:
         self.kubeconfig_path = str(path)
 
     def client(self) -> Client:
-        """A ``llmscaler_runtime.kube.Client`` for this server (imported lazily)."""
-        kube = importlib.import_module("llmscaler_runtime.kube")
-        client: Client = kube.Client(self.start())
-        return client
+        """A ``llmscaler_runtime.kube.Client`` for this server.
+
+        Imported here, not at the top: the server itself does not depend on the runtime it tests.
+        """
+        from llmscaler_runtime.kube import Client
+
+        return Client(self.start())
 
     def stop(self) -> None:
         for comp in reversed(self._components):
@@ -273,12 +273,3 @@ class Environment:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return None
-        raise

@@ -315,6 +315,7 @@ def test_reconcile_logs_carry_request_context_and_errors_carry_traceback(
         seen = list(logs)
     inside = next(e for e in seen if e["event"] == "inside")
     assert (inside["controller"], inside["namespace"], inside["name"]) == ("test", "ns", "a")
+    assert inside["reconcile_id"], "bound by log.reconcile_context, with a fresh reconcile id"
     err = next(e for e in seen if e["event"] == "reconciler error")
     assert err["log_level"] == "error" and err["exc_info"] is True
     assert err["controller"] == "test"

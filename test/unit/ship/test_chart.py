@@ -5,9 +5,7 @@ with the real helm."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -15,24 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
+from hack import chart_sync
+
 from .chartlib import block_balance_errors, lookup, template_files, toyaml_errors, values_refs
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "dist" / "chart"
 TEMPLATES = CHART / "templates"
 CRD_NAME = "autoscaling.modelsphere.dev_llmscalers.yaml"
-
-
-def _load_chart_sync() -> Any:
-    spec = importlib.util.spec_from_file_location("chart_sync", ROOT / "hack" / "chart_sync.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("chart_sync", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-chart_sync = _load_chart_sync()
 
 
 @pytest.fixture(scope="module")

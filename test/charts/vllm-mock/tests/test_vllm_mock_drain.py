@@ -161,6 +161,7 @@ def test_metrics_mock_serves_the_values_file_and_follows_changes(tmp_path: Path)
 def test_exposition_parsing_sums_series_and_survives_odd_labels() -> None:
     import importlib.util
 
+    # by path: files/drain.py ships in the chart and its directory (vllm-mock) is no package
     spec = importlib.util.spec_from_file_location("vllm_mock_drain", DRAIN)
     assert spec and spec.loader
     drain = importlib.util.module_from_spec(spec)
