@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import attrs
 
+from llmscaler_runtime.kube.times import rfc3339
 from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
 from llmscaler_runtime.testkit.vllm_exporter import (
     DEFAULT_MODEL,
@@ -160,10 +160,6 @@ class ScrapeStats:
     waiting: float
     kv_avg: float
     kv_max: float
-
-
-def _rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Fleet:
@@ -353,13 +349,13 @@ class Fleet:
                 "name": pod.name,
                 "namespace": self.namespace,
                 "labels": dict(self._labels),
-                "creationTimestamp": _rfc3339(pod.created),
+                "creationTimestamp": rfc3339(pod.created),
                 "uid": f"sim-pod-{pod.seq}",
             }
             if pod.deletion_cost is not None:
                 meta["annotations"] = {DELETION_COST_ANNOTATION: pod.deletion_cost}
             if pod.deleting_at is not None:
-                meta["deletionTimestamp"] = _rfc3339(pod.deleting_at)
+                meta["deletionTimestamp"] = rfc3339(pod.deleting_at)
             ready = "True" if pod.ready(now) else "False"
             out.append(
                 {
