@@ -8,6 +8,7 @@ real Prometheus.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,6 +94,10 @@ def test_cli_runs_the_sample_and_writes_table_json_and_svg(
     assert all(v["figures"]["syncs"] > 1000 for v in doc["variants"])
     svg = out.with_suffix(".svg").read_text()
     assert svg.startswith("<svg") and svg.count("<path") == 3 * 4
+    umask = os.umask(0)
+    os.umask(umask)
+    for suffix in (".json", ".svg"):  # ordinary files, not mkstemp's 0600
+        assert out.with_suffix(suffix).stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_cli_bad_input_is_one_error_and_writes_nothing(
