@@ -6,11 +6,14 @@ a timer heap re-queues keys when a pod's start-up or termination delay or a minR
 elapses. In background mode one worker thread drains the queue; with an injected fake clock the
 tests call :meth:`run_pending` instead, which resyncs every workload and drains the queue until
 nothing changes, so they never sleep and never depend on event-dispatch timing.
+
+The core owns the wiring and the driving: it builds the :class:`~.context.ControllerContext`
+(storage, time, work queue, records, events) the controllers share, routes storage events to
+keys and keys to controllers. The controllers import only the context, never this module.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import random
 import threading
@@ -18,6 +21,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from llmscaler_runtime.envtest.simulator.context import (
+    ControllerContext,
+    EventRecorder,
+    NodeSettings,
+    Records,
+    SimTime,
+    copy,
+)
 from llmscaler_runtime.envtest.simulator.deployment import DeploymentController
 from llmscaler_runtime.envtest.simulator.pods import Kubelet
 from llmscaler_runtime.envtest.simulator.replicaset import ReplicaSetController
@@ -30,12 +41,10 @@ from llmscaler_runtime.envtest.simulator.util import (
     controller_ref,
     name_of,
     namespace_of,
-    rfc3339,
     status_code,
     uid_of,
 )
-
-Key = tuple[str, str | None, str]
+from llmscaler_runtime.envtest.simulator.workqueue import Key, WorkQueue
 
 _log = logging.getLogger("llmscaler_runtime.envtest.simulator")
 
@@ -46,15 +55,6 @@ _KIND_KEY = {
     ("apps/v1", "StatefulSet"): "sts",
     ("v1", "Pod"): "pod",
 }
-
-
-def _copy(obj: Any) -> Any:
-    # Not kube.deep_copy, on purpose: the simulator must not import the runtime it tests.
-    if isinstance(obj, dict):
-        return {k: _copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_copy(v) for v in obj]
-    return obj
 
 
 class WorkloadSimulator:
@@ -84,139 +84,79 @@ class WorkloadSimulator:
             raise ValueError(f"termination_seconds must be >= 0, got {termination_seconds}")
         self.storage = storage
         self.clock: Clock = clock or MonotonicClock()
-        self.pod_startup_seconds = float(pod_startup_seconds)
-        self.termination_seconds = float(termination_seconds)
-        self.node_name = node_name
-        self.emit_events = emit_events
-        self.host_ip = "172.18.0.2"
         self.rng = random.Random(seed)
-        self._mono0 = self.clock.now()
-        self._wall0 = wall_clock()
-        # Per-pod bookkeeping the API objects cannot carry with enough precision.
-        self.pod_started: dict[str, float] = {}
-        self.terminating_since: dict[str, float] = {}
-        self.ready_at: dict[str, float] = {}
-        self.created: dict[str, tuple[float, int]] = {}
-        self.progress_reason: dict[str, tuple[str, str]] = {}
-        self._seq = 0
-        self._writes = 0
-        self._cond = threading.Condition()
-        self._queue: list[Key] = []
-        self._dirty: set[Key] = set()
-        self._timers: list[tuple[float, int, Key]] = []
-        self._timer_seq = 0
+        sim_time = SimTime(self.clock, wall_clock)
+        self._queue = WorkQueue(self.clock)
+        self._ctx = ControllerContext(
+            storage=storage,
+            time=sim_time,
+            queue=self._queue,
+            records=Records(),
+            events=EventRecorder(storage, sim_time, self.rng, emit_events),
+            node=NodeSettings(
+                name=node_name,
+                host_ip="172.18.0.2",
+                pod_startup_seconds=float(pod_startup_seconds),
+                termination_seconds=float(termination_seconds),
+            ),
+            rng=self.rng,
+        )
         self._listening = False
         self._thread: threading.Thread | None = None
-        self._stopping = False
-        self._kubelet = Kubelet(self)
-        self._rs = ReplicaSetController(self)
-        self._deploy = DeploymentController(self)
-        self._sts = StatefulSetController(self)
+        self._kubelet = Kubelet(self._ctx)
+        self._rs = ReplicaSetController(self._ctx)
+        self._deploy = DeploymentController(self._ctx)
+        self._sts = StatefulSetController(self._ctx)
 
-    # -- time -----------------------------------------------------------------------------------
+    # -- what the tests read ----------------------------------------------------------------
+    @property
+    def node_name(self) -> str:
+        return self._ctx.node.name
+
+    @property
+    def host_ip(self) -> str:
+        return self._ctx.node.host_ip
+
+    @property
+    def pod_startup_seconds(self) -> float:
+        return self._ctx.node.pod_startup_seconds
+
+    @property
+    def termination_seconds(self) -> float:
+        return self._ctx.node.termination_seconds
+
+    @property
+    def emit_events(self) -> bool:
+        return self._ctx.events.enabled
+
+    @emit_events.setter
+    def emit_events(self, value: bool) -> None:
+        self._ctx.events.enabled = value
+
+    @property
+    def ready_at(self) -> dict[str, float]:
+        """Pod uid -> wall-clock time it turned Ready (more precise than its condition)."""
+        return self._ctx.records.ready_at
+
+    @property
+    def created(self) -> dict[str, tuple[float, int]]:
+        """Pod uid -> (wall-clock creation time, creation sequence number)."""
+        return self._ctx.records.created
+
     def wall(self, mono: float) -> float:
         """Wall-clock seconds for a reading of the (possibly fake) clock."""
-        return self._wall0 + (mono - self._mono0)
+        return self._ctx.time.wall(mono)
 
     def timestamp(self, mono: float) -> str:
-        return rfc3339(self.wall(mono))
+        return self._ctx.time.timestamp(mono)
 
     @staticmethod
     def copy(obj: Any) -> Any:
-        return _copy(obj)
-
-    # -- bookkeeping used by the controllers ------------------------------------------------------
-    def note_write(self) -> None:
-        self._writes += 1
-
-    def record_created(self, pod: Obj) -> None:
-        self._seq += 1
-        self.created[uid_of(pod)] = (self.wall(self.clock.now()), self._seq)
-
-    def event(self, obj: Obj, reason: str, message: str, component: str) -> None:
-        """Record a Normal core/v1 Event about ``obj`` as the real controller would.
-
-        Best effort: events are for ``kubectl describe`` and humans, so a failure to write one
-        never fails a sync, and event writes do not count towards :meth:`run_pending` progress.
-        """
-        if not self.emit_events:
-            return
-        md = obj.get("metadata") or {}
-        ts = self.timestamp(self.clock.now())
-        event: Obj = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{md.get('name', '')}.{self.rng.getrandbits(64):016x}",
-                "namespace": md.get("namespace") or "default",
-            },
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", ""),
-                "kind": obj.get("kind", ""),
-                "name": md.get("name", ""),
-                "namespace": md.get("namespace"),
-                "uid": md.get("uid", ""),
-                "resourceVersion": md.get("resourceVersion", ""),
-            },
-            "reason": reason,
-            "message": message,
-            "type": "Normal",
-            "source": {"component": component},
-            "reportingComponent": component,
-            "reportingInstance": "",
-            "firstTimestamp": ts,
-            "lastTimestamp": ts,
-            "count": 1,
-        }
-        try:
-            self.storage.create(event)
-        except Exception as exc:
-            _log.debug("event %s for %s not recorded: %r", reason, md.get("name"), exc)
-
-    def forget_pod(self, uid: str) -> None:
-        for table in (self.pod_started, self.terminating_since, self.ready_at, self.created):
-            table.pop(uid, None)
-
-    # -- queue and timers ------------------------------------------------------------------------
-    def enqueue(self, key: Key) -> None:
-        with self._cond:
-            if key in self._dirty:
-                return
-            self._dirty.add(key)
-            self._queue.append(key)
-            self._cond.notify()
-
-    def schedule(self, key: Key, at: float) -> None:
-        """Re-sync ``key`` once the clock reaches ``at`` (monotonic seconds)."""
-        with self._cond:
-            self._timer_seq += 1
-            heapq.heappush(self._timers, (at, self._timer_seq, key))
-            self._cond.notify()
-
-    def schedule_wall(self, key: Key, wall_at: float) -> None:
-        self.schedule(key, self._mono0 + (wall_at - self._wall0))
+        return copy(obj)
 
     def next_timer(self) -> float | None:
         """When the earliest pending timer fires (clock seconds), for tests and the worker."""
-        with self._cond:
-            return self._timers[0][0] if self._timers else None
-
-    def _release_due(self) -> None:
-        now = self.clock.now()
-        with self._cond:
-            while self._timers and self._timers[0][0] <= now:
-                _, _, key = heapq.heappop(self._timers)
-                if key not in self._dirty:
-                    self._dirty.add(key)
-                    self._queue.append(key)
-
-    def _pop(self) -> Key | None:
-        with self._cond:
-            if not self._queue:
-                return None
-            key = self._queue.pop(0)
-            self._dirty.discard(key)
-            return key
+        return self._queue.next_timer()
 
     # -- events --------------------------------------------------------------------------
     def _on_event(self, event_type: str, obj: Obj) -> None:
@@ -226,16 +166,16 @@ class WorkloadSimulator:
         ns, name = namespace_of(obj), name_of(obj)
         if kind_key == "pod":
             if event_type == "DELETED":
-                self.forget_pod(uid_of(obj))
+                self._ctx.records.forget_pod(uid_of(obj))
             else:
-                self.enqueue(("pod", ns, name))
+                self._queue.enqueue(("pod", ns, name))
         else:
-            self.enqueue((kind_key, ns, name))
+            self._queue.enqueue((kind_key, ns, name))
         ref = controller_ref(obj)
         if ref is not None and ref.get("kind") in _OWNER_KEY:
-            self.enqueue((_OWNER_KEY[str(ref["kind"])], ns, str(ref.get("name", ""))))
+            self._queue.enqueue((_OWNER_KEY[str(ref["kind"])], ns, str(ref.get("name", ""))))
         if kind_key == "deploy" and event_type == "DELETED":
-            self.progress_reason.pop(uid_of(obj), None)
+            self._ctx.records.progress_reason.pop(uid_of(obj), None)
 
     def _enqueue_all(self) -> None:
         for api_version, kind, key_kind in (
@@ -251,7 +191,7 @@ class WorkloadSimulator:
                     raise
                 continue
             for obj in items:
-                self.enqueue((key_kind, namespace_of(obj), name_of(obj)))
+                self._queue.enqueue((key_kind, namespace_of(obj), name_of(obj)))
 
     def _process(self, key: Key) -> None:
         kind, ns, name = key
@@ -270,7 +210,7 @@ class WorkloadSimulator:
             delay = 0.05 if code in (404, 409) else 0.5
             if code not in (404, 409):
                 _log.warning("simulator sync of %s failed: %r", key, exc)
-            self.schedule(key, self.clock.now() + delay)
+            self._queue.schedule(key, self.clock.now() + delay)
 
     # -- public driving API ----------------------------------------------------------------
     def start(self, *, background: bool = True) -> None:
@@ -282,7 +222,7 @@ class WorkloadSimulator:
             self.storage.add_listener(self._on_event)
             self._listening = True
         if background and self._thread is None:
-            self._stopping = False
+            self._queue.resume()
             self._enqueue_all()
             self._thread = threading.Thread(
                 target=self._run, name="envtest-workload-simulator", daemon=True
@@ -291,9 +231,7 @@ class WorkloadSimulator:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker thread (the listener stays registered but only queues keys)."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify_all()
+        self._queue.halt()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
@@ -303,17 +241,18 @@ class WorkloadSimulator:
 
         Meant for fake-clock tests: advance the clock, call this, assert on storage.
         """
+        ctx, queue = self._ctx, self._queue
         total = 0
         for _ in range(max_rounds):
-            before = self._writes
+            before = ctx.writes
             self._enqueue_all()
-            self._release_due()
-            while (key := self._pop()) is not None:
+            queue.release_due()
+            while (key := queue.pop()) is not None:
                 self._process(key)
-                self._release_due()
-            if self._writes == before:
+                queue.release_due()
+            if ctx.writes == before:
                 return total
-            total += self._writes - before
+            total += ctx.writes - before
         raise RuntimeError(f"simulator did not settle after {max_rounds} rounds")
 
     def step(self, seconds: float) -> int:
@@ -329,27 +268,17 @@ class WorkloadSimulator:
     def _run(self) -> None:
         resync_every = 30.0
         last_resync = time.monotonic()
+        queue = self._queue
         while True:
-            with self._cond:
-                while not self._stopping and not self._queue:
-                    now = self.clock.now()
-                    if self._timers and self._timers[0][0] <= now:
-                        break
-                    wait = resync_every
-                    if self._timers:
-                        wait = min(wait, max(self._timers[0][0] - now, 0.001))
-                    self._cond.wait(wait)
-                    if time.monotonic() - last_resync >= resync_every:
-                        break
-                if self._stopping:
-                    return
+            if not queue.wait(resync_every, last_resync):
+                return
             if time.monotonic() - last_resync >= resync_every:
                 last_resync = time.monotonic()
                 try:
                     self._enqueue_all()
                 except Exception as exc:
                     _log.warning("simulator resync failed: %r", exc)
-            self._release_due()
-            while not self._stopping and (key := self._pop()) is not None:
+            queue.release_due()
+            while not queue.stopping and (key := queue.pop()) is not None:
                 self._process(key)
-                self._release_due()
+                queue.release_due()

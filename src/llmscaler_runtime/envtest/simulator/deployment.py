@@ -2,16 +2,17 @@
 
 One ReplicaSet per pod-template hash; proportional scaling when ``spec.replicas`` changes in the
 middle of a rollout; RollingUpdate bounded by maxSurge/maxUnavailable (defaults 25 %) or Recreate;
-revision annotations; status computed from the ReplicaSets' statuses exactly as the real
-``calculateStatus`` does, so an operator's rollout guard sees what it would see on a cluster.
+revision annotations. The status it reports is computed in ``deployment_status``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .context import Controller, copy
+from .deployment_status import complete, compute_counts, write_status
 from .util import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
@@ -31,13 +32,12 @@ from .util import (
     parse_rfc3339,
     resolve_int_or_percent,
     selector_matches,
+    spec_replicas,
     status_code,
+    status_int,
     template_hash,
     uid_of,
 )
-
-if TYPE_CHECKING:
-    from .core import WorkloadSimulator
 
 _SKIP_ANNOTATIONS = {
     REVISION_ANNOTATION,
@@ -46,14 +46,6 @@ _SKIP_ANNOTATIONS = {
     "deployment.kubernetes.io/revision-history",
     "kubectl.kubernetes.io/last-applied-configuration",
 }
-
-
-def _replicas(obj: Mapping[str, Any]) -> int:
-    return int_field((obj.get("spec") or {}).get("replicas"), 1)
-
-
-def _status_int(obj: Mapping[str, Any], field: str) -> int:
-    return int_field((obj.get("status") or {}).get(field), 0)
 
 
 def _revision(rs: Mapping[str, Any]) -> int:
@@ -75,16 +67,13 @@ def _template_without_hash(template: Mapping[str, Any]) -> Obj:
     return t
 
 
-class DeploymentController:
+class DeploymentController(Controller):
     """Reconciles one Deployment per call; level-triggered, so every call is idempotent."""
-
-    def __init__(self, sim: WorkloadSimulator) -> None:
-        self._sim = sim
 
     # -- helpers ---------------------------------------------------------------------------
     def _fenceposts(self, d: Obj) -> tuple[int, int]:
         """``resolveFenceposts``: surge rounds up, unavailable down, never both zero."""
-        replicas = _replicas(d)
+        replicas = spec_replicas(d)
         strategy = (d.get("spec") or {}).get("strategy") or {}
         if strategy.get("type") == "Recreate":
             return 0, 0
@@ -101,25 +90,27 @@ class DeploymentController:
         """Set RS replicas and the desired/max annotations the scaling-event detection reads."""
         surge, _ = self._fenceposts(d)
         annotations = {
-            DESIRED_REPLICAS_ANNOTATION: str(_replicas(d)),
-            MAX_REPLICAS_ANNOTATION: str(_replicas(d) + surge),
+            DESIRED_REPLICAS_ANNOTATION: str(spec_replicas(d)),
+            MAX_REPLICAS_ANNOTATION: str(spec_replicas(d) + surge),
         }
         current = annotations_of(rs)
-        if _replicas(rs) == replicas and all(current.get(k) == v for k, v in annotations.items()):
+        if spec_replicas(rs) == replicas and all(
+            current.get(k) == v for k, v in annotations.items()
+        ):
             return rs
-        sim = self._sim
-        before = _replicas(rs)
-        rs = sim.storage.patch_merge(
+        ctx = self._ctx
+        before = spec_replicas(rs)
+        rs = ctx.storage.patch_merge(
             "apps/v1",
             "ReplicaSet",
             meta(rs).get("namespace"),
             name_of(rs),
             {"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}},
         )
-        sim.note_write()
+        ctx.note_write()
         if before != replicas:
             direction = "up" if replicas > before else "down"
-            sim.event(
+            ctx.events.record(
                 d,
                 "ScalingReplicaSet",
                 f"Scaled {direction} replica set {name_of(rs)} from {before} to {replicas}",
@@ -128,10 +119,10 @@ class DeploymentController:
         return rs
 
     def _owned_replicasets(self, d: Obj) -> list[Obj]:
-        sim = self._sim
+        ctx = self._ctx
         ns = meta(d).get("namespace")
         selector = (d.get("spec") or {}).get("selector")
-        items, _ = sim.storage.list("apps/v1", "ReplicaSet", ns)
+        items, _ = ctx.storage.list("apps/v1", "ReplicaSet", ns)
         owned: list[Obj] = []
         for rs in items:
             ref = controller_ref(rs)
@@ -142,10 +133,10 @@ class DeploymentController:
             if is_terminating(rs) or not selector_matches(selector, labels_of(rs)):
                 continue
             refs = [*list(meta(rs).get("ownerReferences") or []), owner_reference(d)]
-            rs = sim.storage.patch_merge(
+            rs = ctx.storage.patch_merge(
                 "apps/v1", "ReplicaSet", ns, name_of(rs), {"metadata": {"ownerReferences": refs}}
             )
-            sim.note_write()
+            ctx.note_write()
             owned.append(rs)
         return sorted(owned, key=_created)
 
@@ -165,45 +156,45 @@ class DeploymentController:
         """``NewRSNewReplicas``: how far the new RS may grow this step."""
         strategy = ((d.get("spec") or {}).get("strategy") or {}).get("type", "RollingUpdate")
         if strategy == "Recreate":
-            return _replicas(d)
+            return spec_replicas(d)
         surge, _ = self._fenceposts(d)
-        new_count = _replicas(new) if new else 0
-        current = sum(_replicas(rs) for rs in old) + new_count
-        max_total = _replicas(d) + surge
+        new_count = spec_replicas(new) if new else 0
+        current = sum(spec_replicas(rs) for rs in old) + new_count
+        max_total = spec_replicas(d) + surge
         if current >= max_total:
             return new_count
-        up = min(max_total - current, _replicas(d) - new_count)
+        up = min(max_total - current, spec_replicas(d) - new_count)
         return new_count + max(up, 0)
 
     def _ensure_new_rs(self, d: Obj, new: Obj | None, old: list[Obj]) -> Obj | None:
         """Create the RS for the current template, or bump an existing one's revision."""
-        sim = self._sim
+        ctx = self._ctx
         ns = meta(d).get("namespace")
         max_old = max((_revision(rs) for rs in old), default=0)
         if new is not None:
             if _revision(new) <= max_old:
-                new = sim.storage.patch_merge(
+                new = ctx.storage.patch_merge(
                     "apps/v1",
                     "ReplicaSet",
                     ns,
                     name_of(new),
                     {"metadata": {"annotations": {REVISION_ANNOTATION: str(max_old + 1)}}},
                 )
-                sim.note_write()
+                ctx.note_write()
             return new
         spec = d.get("spec") or {}
         collision = int_field((d.get("status") or {}).get("collisionCount"), 0)
-        template = sim.copy(spec.get("template") or {})
+        template = copy(spec.get("template") or {})
         h = template_hash(template, collision)
         tmeta = template.setdefault("metadata", {})
         tmeta.setdefault("labels", {})[POD_TEMPLATE_HASH] = h
-        selector = sim.copy(spec.get("selector") or {})
+        selector = copy(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH] = h
         surge, _ = self._fenceposts(d)
         annotations = {k: v for k, v in annotations_of(d).items() if k not in _SKIP_ANNOTATIONS} | {
             REVISION_ANNOTATION: str(max_old + 1),
-            DESIRED_REPLICAS_ANNOTATION: str(_replicas(d)),
-            MAX_REPLICAS_ANNOTATION: str(_replicas(d) + surge),
+            DESIRED_REPLICAS_ANNOTATION: str(spec_replicas(d)),
+            MAX_REPLICAS_ANNOTATION: str(spec_replicas(d) + surge),
         }
         rs_labels = dict(tmeta.get("labels") or {})
         rs: Obj = {
@@ -224,12 +215,12 @@ class DeploymentController:
             },
         }
         try:
-            created = sim.storage.create(rs)
+            created = ctx.storage.create(rs)
         except Exception as exc:
             if status_code(exc) != 409:
                 raise
             # Name taken by an RS that is not ours (or has another template): hash collision.
-            sim.storage.patch_merge(
+            ctx.storage.patch_merge(
                 "apps/v1",
                 "Deployment",
                 ns,
@@ -237,17 +228,17 @@ class DeploymentController:
                 {"status": {"collisionCount": collision + 1}},
                 subresource="status",
             )
-            sim.note_write()
-            sim.enqueue(("deploy", ns, name_of(d)))
+            ctx.note_write()
+            ctx.queue.enqueue(("deploy", ns, name_of(d)))
             return None
-        sim.note_write()
-        sim.event(
+        ctx.note_write()
+        ctx.events.record(
             d,
             "ScalingReplicaSet",
-            f"Scaled up replica set {name_of(created)} from 0 to {_replicas(created)}",
+            f"Scaled up replica set {name_of(created)} from 0 to {spec_replicas(created)}",
             "deployment-controller",
         )
-        sim.progress_reason[uid_of(d)] = (
+        ctx.records.progress_reason[uid_of(d)] = (
             "NewReplicaSetCreated",
             f'Created new replica set "{name_of(created)}"',
         )
@@ -258,8 +249,8 @@ class DeploymentController:
             return
         rev = annotations_of(new).get(REVISION_ANNOTATION)
         if rev and annotations_of(d).get(REVISION_ANNOTATION) != rev:
-            sim = self._sim
-            sim.storage.patch_merge(
+            ctx = self._ctx
+            ctx.storage.patch_merge(
                 "apps/v1",
                 "Deployment",
                 meta(d).get("namespace"),
@@ -267,57 +258,57 @@ class DeploymentController:
                 {"metadata": {"annotations": {REVISION_ANNOTATION: rev}}},
                 subresource="status",  # as kube-controller-manager: no generation bump
             )
-            sim.note_write()
+            ctx.note_write()
 
     # -- scaling (spec.replicas changed, possibly mid-rollout) ------------------------------
     def _is_scaling_event(self, d: Obj, rss: list[Obj]) -> bool:
         for rs in rss:
-            if _replicas(rs) <= 0:
+            if spec_replicas(rs) <= 0:
                 continue
             desired = annotations_of(rs).get(DESIRED_REPLICAS_ANNOTATION)
-            if desired is not None and int_field(desired, -1) != _replicas(d):
+            if desired is not None and int_field(desired, -1) != spec_replicas(d):
                 return True
         return False
 
     def _scale(self, d: Obj, new: Obj | None, old: list[Obj]) -> None:
         """``dc.scale``: one active RS takes everything; otherwise scale proportionally."""
         everything = ([new] if new else []) + old
-        active = [rs for rs in everything if _replicas(rs) > 0]
+        active = [rs for rs in everything if spec_replicas(rs) > 0]
         target: Obj | None = None
         if len(active) == 1:
             target = active[0]
         elif not active:
             target = new if new is not None else (old[-1] if old else None)
         if target is not None:
-            self._scale_rs(d, target, _replicas(d))
+            self._scale_rs(d, target, spec_replicas(d))
             return
         if (
             new is not None
-            and _replicas(new) == _replicas(d)
-            and (_status_int(new, "availableReplicas") == _replicas(d))
+            and spec_replicas(new) == spec_replicas(d)
+            and (status_int(new, "availableReplicas") == spec_replicas(d))
         ):
             for rs in old:
                 self._scale_rs(d, rs, 0)
             return
         surge, _ = self._fenceposts(d)
-        allowed = _replicas(d) + surge
-        current = sum(_replicas(rs) for rs in active)
+        allowed = spec_replicas(d) + surge
+        current = sum(spec_replicas(rs) for rs in active)
         to_add = allowed - current
         if to_add == 0:
             # Only the annotations may be stale.
             for rs in active:
-                self._scale_rs(d, rs, _replicas(rs))
+                self._scale_rs(d, rs, spec_replicas(rs))
             return
         # Scale up: largest and newest first; scale down: largest and oldest first.
         if to_add > 0:
-            ordered = sorted(active, key=lambda rs: (-_replicas(rs), -_created(rs)[0]))
+            ordered = sorted(active, key=lambda rs: (-spec_replicas(rs), -_created(rs)[0]))
         else:
-            ordered = sorted(active, key=lambda rs: (-_replicas(rs), _created(rs)[0]))
+            ordered = sorted(active, key=lambda rs: (-spec_replicas(rs), _created(rs)[0]))
         sizes: dict[str, int] = {}
         added = 0
         for rs in ordered:
             prop = self._proportion(rs, d, to_add, added, surge)
-            sizes[name_of(rs)] = _replicas(rs) + prop
+            sizes[name_of(rs)] = spec_replicas(rs) + prop
             added += prop
         leftover = to_add - added
         if leftover and ordered:
@@ -327,16 +318,18 @@ class DeploymentController:
             self._scale_rs(d, rs, sizes[name_of(rs)])
 
     def _proportion(self, rs: Obj, d: Obj, to_add: int, added: int, surge: int) -> int:
-        if _replicas(rs) == 0 or to_add == 0 or to_add == added:
+        if spec_replicas(rs) == 0 or to_add == 0 or to_add == added:
             return 0
-        if _replicas(d) == 0:
-            fraction = -_replicas(rs)
+        if spec_replicas(d) == 0:
+            fraction = -spec_replicas(rs)
         else:
-            max_replicas = _replicas(d) + surge
+            max_replicas = spec_replicas(d) + surge
             annotated = int_field(annotations_of(rs).get(MAX_REPLICAS_ANNOTATION), 0)
             if annotated <= 0:
-                annotated = _status_int(d, "replicas") or max_replicas
-            fraction = math.floor(_replicas(rs) * max_replicas / annotated + 0.5) - _replicas(rs)
+                annotated = status_int(d, "replicas") or max_replicas
+            fraction = math.floor(
+                spec_replicas(rs) * max_replicas / annotated + 0.5
+            ) - spec_replicas(rs)
         allowed = to_add - added
         return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
 
@@ -345,44 +338,44 @@ class DeploymentController:
         new = self._ensure_new_rs(d, new, old)
         if new is None:
             return None
-        want = _replicas(d)
-        if _replicas(new) > want:
+        want = spec_replicas(d)
+        if spec_replicas(new) > want:
             self._scale_rs(d, new, want)
             return new
-        if _replicas(new) < want:
+        if spec_replicas(new) < want:
             target = self._new_rs_replicas(d, new, old)
-            if target != _replicas(new):
+            if target != spec_replicas(new):
                 return self._scale_rs(d, new, target)
         self._reconcile_old(d, new, old)
         return new
 
     def _reconcile_old(self, d: Obj, new: Obj, old: list[Obj]) -> None:
         """Scale old RSs down without going under ``replicas - maxUnavailable`` available pods."""
-        old_count = sum(_replicas(rs) for rs in old)
+        old_count = sum(spec_replicas(rs) for rs in old)
         if old_count == 0:
             return
-        all_count = old_count + _replicas(new)
+        all_count = old_count + spec_replicas(new)
         _, max_unavailable = self._fenceposts(d)
-        min_available = _replicas(d) - max_unavailable
-        new_unavailable = _replicas(new) - _status_int(new, "availableReplicas")
+        min_available = spec_replicas(d) - max_unavailable
+        new_unavailable = spec_replicas(new) - status_int(new, "availableReplicas")
         max_scaled_down = all_count - min_available - new_unavailable
         if max_scaled_down <= 0:
             return
         # First drop unhealthy replicas of old RSs (oldest first): it costs no availability.
         cleaned = 0
-        current = {name_of(rs): _replicas(rs) for rs in old}
+        current = {name_of(rs): spec_replicas(rs) for rs in old}
         for rs in sorted(old, key=_created):
             if cleaned >= max_scaled_down:
                 break
             n = current[name_of(rs)]
-            unhealthy = n - _status_int(rs, "availableReplicas")
+            unhealthy = n - status_int(rs, "availableReplicas")
             if n == 0 or unhealthy <= 0:
                 continue
             drop = min(unhealthy, max_scaled_down - cleaned)
             current[name_of(rs)] = n - drop
             cleaned += drop
         # Then scale down available old pods while availability stays above the floor.
-        available = sum(_status_int(rs, "availableReplicas") for rs in [*old, new])
+        available = sum(status_int(rs, "availableReplicas") for rs in [*old, new])
         budget = available - min_available - cleaned
         for rs in sorted(old, key=_created):
             if budget <= 0:
@@ -394,17 +387,17 @@ class DeploymentController:
             current[name_of(rs)] = n - drop
             budget -= drop
         for rs in old:
-            if current[name_of(rs)] != _replicas(rs):
+            if current[name_of(rs)] != spec_replicas(rs):
                 self._scale_rs(d, rs, current[name_of(rs)])
 
     def _recreate(self, d: Obj, new: Obj | None, old: list[Obj]) -> Obj | None:
         """Kill every old pod first, create the new RS only once none is left running."""
         for rs in old:
-            if _replicas(rs) > 0:
+            if spec_replicas(rs) > 0:
                 self._scale_rs(d, rs, 0)
         old_uids = {uid_of(rs) for rs in old}
         if old_uids:
-            pods, _ = self._sim.storage.list("v1", "Pod", meta(d).get("namespace"))
+            pods, _ = self._ctx.storage.list("v1", "Pod", meta(d).get("namespace"))
             for pod in pods:
                 ref = controller_ref(pod)
                 if ref is None or ref.get("uid") not in old_uids:
@@ -413,7 +406,7 @@ class DeploymentController:
                     return new
         new = self._ensure_new_rs(d, new, old)
         if new is not None:
-            new = self._scale_rs(d, new, _replicas(d))
+            new = self._scale_rs(d, new, spec_replicas(d))
         return new
 
     def _cleanup(self, d: Obj, old: list[Obj]) -> None:
@@ -422,7 +415,7 @@ class DeploymentController:
         idle = [
             rs
             for rs in old
-            if _replicas(rs) == 0 and _status_int(rs, "replicas") == 0 and not is_terminating(rs)
+            if spec_replicas(rs) == 0 and status_int(rs, "replicas") == 0 and not is_terminating(rs)
         ]
         surplus = len(idle) - limit
         if surplus <= 0:
@@ -430,18 +423,18 @@ class DeploymentController:
         idle.sort(key=lambda rs: (_revision(rs), _created(rs)))
         for rs in idle[:surplus]:
             try:
-                self._sim.storage.delete(
+                self._ctx.storage.delete(
                     "apps/v1", "ReplicaSet", meta(rs).get("namespace"), name_of(rs)
                 )
             except Exception as exc:
                 if not is_not_found(exc):
                     raise
-            self._sim.note_write()
+            self._ctx.note_write()
 
     # -- entry point ----------------------------------------------------------------------------
     def sync(self, namespace: str | None, name: str) -> None:
-        sim = self._sim
-        d = get_if_exists(sim.storage, "apps/v1", "Deployment", namespace, name)
+        ctx = self._ctx
+        d = get_if_exists(ctx.storage, "apps/v1", "Deployment", namespace, name)
         if d is None:
             return
         rss = self._owned_replicasets(d)
@@ -467,174 +460,14 @@ class DeploymentController:
         self._sync_revision_annotation(d, new)
         rss = self._owned_replicasets(d)
         new, old = self._split(d, rss)
-        if new is not None and self._complete(d, self._compute_counts(d, new, old)):
+        if new is not None and complete(d, compute_counts(d, new, old)):
             self._cleanup(d, old)
         self._write_status(d, new, old)
 
     # -- status -----------------------------------------------------------------------------------
-    def _compute_counts(self, d: Obj, new: Obj | None, old: list[Obj]) -> dict[str, int]:
-        everything = ([new] if new else []) + old
-        available = sum(_status_int(rs, "availableReplicas") for rs in everything)
-        return {
-            "observedGeneration": int_field(meta(d).get("generation"), 1),
-            "replicas": sum(_status_int(rs, "replicas") for rs in everything),
-            "updatedReplicas": _status_int(new, "replicas") if new else 0,
-            "readyReplicas": sum(_status_int(rs, "readyReplicas") for rs in everything),
-            "availableReplicas": available,
-            "unavailableReplicas": max(_replicas(d) - available, 0),
-            "terminatingReplicas": sum(_status_int(rs, "terminatingReplicas") for rs in everything),
-        }
-
-    def _complete(self, d: Obj, counts: Mapping[str, int]) -> bool:
-        want = _replicas(d)
-        return (
-            counts["updatedReplicas"] == want
-            and counts["replicas"] == want
-            and counts["availableReplicas"] == want
-            and counts["observedGeneration"] >= int_field(meta(d).get("generation"), 1)
-        )
-
     def _write_status(self, d: Obj, new: Obj | None, old: list[Obj]) -> None:
-        sim = self._sim
-        counts = self._compute_counts(d, new, old)
-        current = d.get("status") or {}
-        now_wall = sim.wall(sim.clock.now())
-        ts = sim.timestamp(sim.clock.now())
-        conditions = [dict(c) for c in current.get("conditions") or []]
         _, max_unavailable = self._fenceposts(d)
-        min_available = _replicas(d) - max_unavailable
-        if counts["availableReplicas"] >= min_available:
-            avail = ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
-        else:
-            avail = (
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.",
-            )
-        conditions = _set_condition(conditions, "Available", *avail, ts, refresh=False)
-        prog = self._progressing(d, new, counts, current, conditions, now_wall)
-        if prog is not None:
-            conditions = _set_condition(conditions, "Progressing", *prog[:3], ts, refresh=prog[3])
-        # The typed status omits zero counts (omitempty); terminatingReplicas is a pointer.
-        status: Obj = {
-            k: (v if v or k == "terminatingReplicas" else None) for k, v in counts.items()
-        }
-        status["conditions"] = conditions
-        if current.get("collisionCount") is not None:
-            status["collisionCount"] = current["collisionCount"]
-        if (
-            all(current.get(k, 0) == v for k, v in counts.items())
-            and current.get("conditions") == conditions
-        ):
-            return
-        sim.storage.patch_merge(
-            "apps/v1",
-            "Deployment",
-            meta(d).get("namespace"),
-            name_of(d),
-            {"status": status},
-            subresource="status",
-        )
-        sim.note_write()
-
-    def _progressing(
-        self,
-        d: Obj,
-        new: Obj | None,
-        counts: Mapping[str, int],
-        current: Mapping[str, Any],
-        conditions: list[Obj],
-        now_wall: float,
-    ) -> tuple[str, str, str, bool] | None:
-        """Progressing condition: (status, reason, message, refresh lastUpdateTime)."""
-        sim = self._sim
-        if new is None:
-            return None
-        rs_name = name_of(new)
-        created = sim.progress_reason.pop(uid_of(d), None)
-        if self._complete(d, counts):
-            return (
-                "True",
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{rs_name}" has successfully progressed.',
-                False,
-            )
-        if created is not None:
-            return ("True", created[0], created[1], True)
-        progressed = (
-            counts["updatedReplicas"] > int_field(current.get("updatedReplicas"), 0)
-            or counts["readyReplicas"] > int_field(current.get("readyReplicas"), 0)
-            or counts["availableReplicas"] > int_field(current.get("availableReplicas"), 0)
-            or (counts["replicas"] - counts["updatedReplicas"])
-            < (int_field(current.get("replicas"), 0) - int_field(current.get("updatedReplicas"), 0))
-        )
-        existing = next((c for c in conditions if c.get("type") == "Progressing"), None)
-        if progressed or existing is None:
-            return ("True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.', True)
-        if existing.get("reason") == "ProgressDeadlineExceeded":
-            return None
-        deadline = int_field((d.get("spec") or {}).get("progressDeadlineSeconds"), 600)
-        last = parse_rfc3339(existing.get("lastUpdateTime")) or now_wall
-        if now_wall - last > deadline:
-            return (
-                "False",
-                "ProgressDeadlineExceeded",
-                f'ReplicaSet "{rs_name}" has timed out progressing.',
-                True,
-            )
-        if existing.get("reason") == "NewReplicaSetAvailable":
-            return ("True", "ReplicaSetUpdated", f'ReplicaSet "{rs_name}" is progressing.', True)
-        sim.schedule_wall(("deploy", meta(d).get("namespace"), name_of(d)), last + deadline + 1)
-        return None
-
-
-def _set_condition(
-    conditions: list[Obj],
-    ctype: str,
-    status: str,
-    reason: str,
-    message: str,
-    ts: str,
-    *,
-    refresh: bool,
-) -> list[Obj]:
-    """Replace one condition; transition time moves only when the status flips."""
-    out: list[Obj] = []
-    found = False
-    for cond in conditions:
-        if cond.get("type") != ctype:
-            out.append(cond)
-            continue
-        found = True
-        same = (
-            cond.get("status") == status
-            and cond.get("reason") == reason
-            and cond.get("message") == message
-        )
-        if same and not refresh:
-            out.append(cond)
-            continue
-        updated = dict(cond)
-        updated.update({"status": status, "reason": reason, "message": message})
-        if not same or refresh:
-            updated["lastUpdateTime"] = ts
-        if cond.get("status") != status:
-            updated["lastTransitionTime"] = ts
-        out.append(updated)
-    if not found:
-        out.append(
-            {
-                "type": ctype,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastUpdateTime": ts,
-                "lastTransitionTime": ts,
-            }
-        )
-    # The real controller lists Available before Progressing once both exist.
-    order = {"Available": 0, "Progressing": 1}
-    return sorted(out, key=lambda c: order.get(str(c.get("type")), 2))
+        write_status(self._ctx, d, new, old, max_unavailable)
 
 
 __all__ = ["DeploymentController"]

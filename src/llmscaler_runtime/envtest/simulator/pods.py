@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .context import Controller, ControllerContext, PodTimes
 from .util import (
     DELETION_COST_ANNOTATION,
     STARTUP_ANNOTATION,
@@ -31,10 +32,6 @@ from .util import (
     pod_phase,
     uid_of,
 )
-
-if TYPE_CHECKING:
-    from .core import WorkloadSimulator
-
 
 #: kwok's per-pod ready delay (a Go duration such as "8s"), honoured here too so that one test
 #: annotation slows a pod's cold start on the embedded server and on the real control plane.
@@ -81,11 +78,11 @@ def grace_seconds(pod: Mapping[str, Any]) -> float:
     return float(int_field(grace, 30))
 
 
-class Kubelet:
+class Kubelet(Controller):
     """Drives the pod lifecycle for pods whose ``spec.nodeName`` is the simulated node."""
 
-    def __init__(self, sim: WorkloadSimulator) -> None:
-        self._sim = sim
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
         self._ip_counter = 0
 
     def _next_ip(self) -> str:
@@ -94,46 +91,46 @@ class Kubelet:
         return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
 
     def sync(self, namespace: str | None, name: str) -> None:
-        sim = self._sim
-        pod = get_if_exists(sim.storage, "v1", "Pod", namespace, name)
+        ctx = self._ctx
+        pod = get_if_exists(ctx.storage, "v1", "Pod", namespace, name)
         if pod is None:
             return
         spec = pod.get("spec") or {}
         if not spec.get("nodeName"):
             self._schedule(pod)
             return
-        if spec.get("nodeName") != sim.node_name:
+        if spec.get("nodeName") != ctx.node.name:
             return
         uid = uid_of(pod)
-        now = sim.clock.now()
+        now = ctx.time.now()
         if is_terminating(pod):
-            started = sim.terminating_since.setdefault(uid, now)
-            due = started + min(grace_seconds(pod), sim.termination_seconds)
+            started = ctx.records.terminating_since.setdefault(uid, now)
+            due = started + min(grace_seconds(pod), ctx.node.termination_seconds)
             if now >= due:
                 try:
-                    sim.storage.delete("v1", "Pod", namespace, name, grace_period_seconds=0)
+                    ctx.storage.delete("v1", "Pod", namespace, name, grace_period_seconds=0)
                 except Exception as exc:
                     if not is_not_found(exc):
                         raise
-                sim.forget_pod(uid)
+                ctx.records.forget_pod(uid)
             else:
-                sim.schedule(("pod", namespace, name), due)
+                ctx.queue.schedule(("pod", namespace, name), due)
             return
         phase = pod_phase(pod)
         if phase in ("Running", "Succeeded", "Failed"):
-            if phase == "Running" and is_pod_ready(pod) and uid not in sim.ready_at:
+            if phase == "Running" and is_pod_ready(pod) and uid not in ctx.records.ready_at:
                 ready = pod_condition(pod, "Ready") or {}
                 wall = parse_rfc3339(ready.get("lastTransitionTime"))
-                sim.ready_at[uid] = wall if wall is not None else sim.wall(now)
+                ctx.records.ready_at[uid] = wall if wall is not None else ctx.time.wall(now)
             return
-        started = sim.pod_started.setdefault(uid, now)
-        due = started + startup_seconds(pod, sim.pod_startup_seconds)
+        started = ctx.records.pod_started.setdefault(uid, now)
+        due = started + startup_seconds(pod, ctx.node.pod_startup_seconds)
         if now >= due:
             self._mark_running(pod, started, now)
         else:
             if phase != "Pending" or pod_condition(pod, "PodScheduled") is None:
                 self._mark_pending(pod, started)
-            sim.schedule(("pod", namespace, name), due)
+            ctx.queue.schedule(("pod", namespace, name), due)
 
     def _schedule(self, pod: Obj) -> None:
         """Play kube-scheduler for bare pods: bind them to the one simulated node.
@@ -141,30 +138,30 @@ class Kubelet:
         Pods asking for another scheduler (``spec.schedulerName``) are left alone, as a real
         default scheduler would; terminating pods are not bound.
         """
-        sim = self._sim
+        ctx = self._ctx
         scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
         if scheduler != "default-scheduler" or is_terminating(pod):
             return
         try:
-            sim.storage.patch_merge(
-                "v1", "Pod", namespace_of(pod), name_of(pod), {"spec": {"nodeName": sim.node_name}}
+            ctx.storage.patch_merge(
+                "v1", "Pod", namespace_of(pod), name_of(pod), {"spec": {"nodeName": ctx.node.name}}
             )
         except Exception as exc:
             if is_not_found(exc):
                 return
             raise
-        sim.note_write()
+        ctx.note_write()
 
     def _containers(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list((pod.get("spec") or {}).get("containers") or [])
 
     def _mark_pending(self, pod: Obj, started: float) -> None:
-        sim = self._sim
-        start_ts = sim.timestamp(started)
+        ctx = self._ctx
+        start_ts = ctx.time.timestamp(started)
         status: Obj = {
             "phase": "Pending",
-            "hostIP": sim.host_ip,
-            "hostIPs": [{"ip": sim.host_ip}],
+            "hostIP": ctx.node.host_ip,
+            "hostIPs": [{"ip": ctx.node.host_ip}],
             "startTime": start_ts,
             "qosClass": "BestEffort",
             "conditions": [
@@ -186,20 +183,20 @@ class Kubelet:
                 for c in self._containers(pod)
             ],
         }
-        sim.storage.patch_merge(
+        ctx.storage.patch_merge(
             "v1", "Pod", namespace_of(pod), name_of(pod), {"status": status}, subresource="status"
         )
-        sim.note_write()
+        ctx.note_write()
 
     def _mark_running(self, pod: Obj, started: float, now: float) -> None:
-        sim = self._sim
-        start_ts = sim.timestamp(started)
-        ready_ts = sim.timestamp(now)
+        ctx = self._ctx
+        start_ts = ctx.time.timestamp(started)
+        ready_ts = ctx.time.timestamp(now)
         ip = (pod.get("status") or {}).get("podIP") or self._next_ip()
         status: Obj = {
             "phase": "Running",
-            "hostIP": sim.host_ip,
-            "hostIPs": [{"ip": sim.host_ip}],
+            "hostIP": ctx.node.host_ip,
+            "hostIPs": [{"ip": ctx.node.host_ip}],
             "podIP": ip,
             "podIPs": [{"ip": ip}],
             "startTime": start_ts,
@@ -224,11 +221,11 @@ class Kubelet:
                 for i, c in enumerate(self._containers(pod))
             ],
         }
-        sim.storage.patch_merge(
+        ctx.storage.patch_merge(
             "v1", "Pod", namespace_of(pod), name_of(pod), {"status": status}, subresource="status"
         )
-        sim.ready_at[uid_of(pod)] = sim.wall(now)
-        sim.note_write()
+        ctx.records.ready_at[uid_of(pod)] = ctx.time.wall(now)
+        ctx.note_write()
 
 
 def _cond(ctype: str, status: str, ts: str, reason: str | None = None) -> Obj:
@@ -253,7 +250,7 @@ def deletion_cost(pod: Mapping[str, Any]) -> int:
 
 
 def victim_sort_key(
-    pod: Mapping[str, Any], sim: WorkloadSimulator
+    pod: Mapping[str, Any], times: PodTimes
 ) -> tuple[int, int, int, int, float, int, float, int]:
     """Ascending key = deleted first, in ``ActivePodsWithRanks`` order (ReplicaSet scale-down).
 
@@ -264,6 +261,7 @@ def victim_sort_key(
     controller cannot see (metav1.Time has second precision) but which makes tests deterministic.
     The real controller compares ready/creation times on a logarithmic scale
     (LogarithmicScaleDown); this uses exact times, so it is a refinement of that order.
+    ``times`` holds the precise ready and creation times (the context's records).
     """
     spec = pod.get("spec") or {}
     assigned = 1 if spec.get("nodeName") else 0
@@ -272,7 +270,7 @@ def victim_sort_key(
     uid = uid_of(pod)
     ready_time = 0.0
     if ready:
-        ready_time = sim.ready_at.get(uid) or 0.0
+        ready_time = times.ready_at.get(uid) or 0.0
         if not ready_time:
             cond = pod_condition(pod, "Ready") or {}
             ready_time = parse_rfc3339(cond.get("lastTransitionTime")) or 0.0
@@ -283,7 +281,7 @@ def victim_sort_key(
         ]
         or [0]
     )
-    created_wall, created_seq = sim.created.get(uid, (0.0, 0))
+    created_wall, created_seq = times.created.get(uid, (0.0, 0))
     if not created_wall:
         created_wall = parse_rfc3339(meta(pod).get("creationTimestamp")) or 0.0
     return (

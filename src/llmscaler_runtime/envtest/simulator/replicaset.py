@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .context import Controller, ControllerContext, Key, copy
 from .pods import victim_sort_key
 from .util import (
     Obj,
@@ -25,19 +26,16 @@ from .util import (
     uid_of,
 )
 
-if TYPE_CHECKING:
-    from .core import Key, WorkloadSimulator
-
 #: The real controller creates at most this many pods per sync (slow-start batches aside).
 BURST_REPLICAS = 500
 
 
 def owned_pods(
-    sim: WorkloadSimulator, owner: Obj, selector: Mapping[str, Any] | None, *, adopt: bool
+    ctx: ControllerContext, owner: Obj, selector: Mapping[str, Any] | None, *, adopt: bool
 ) -> list[Obj]:
     """Pods controlled by ``owner``; orphans matching the selector are adopted (ownerRef patch)."""
     ns = meta(owner).get("namespace")
-    pods, _ = sim.storage.list("v1", "Pod", ns)
+    pods, _ = ctx.storage.list("v1", "Pod", ns)
     uid = uid_of(owner)
     result: list[Obj] = []
     for pod in pods:
@@ -50,20 +48,20 @@ def owned_pods(
             continue
         refs = [*list(meta(pod).get("ownerReferences") or []), owner_reference(owner)]
         try:
-            pod = sim.storage.patch_merge(
+            pod = ctx.storage.patch_merge(
                 "v1", "Pod", ns, name_of(pod), {"metadata": {"ownerReferences": refs}}
             )
         except Exception as exc:
             if is_not_found(exc):
                 continue
             raise
-        sim.note_write()
+        ctx.note_write()
         result.append(pod)
     return result
 
 
 def available(
-    sim: WorkloadSimulator,
+    ctx: ControllerContext,
     pod: Mapping[str, Any],
     min_ready_seconds: int,
     recheck: Key | None = None,
@@ -77,31 +75,28 @@ def available(
         return False
     if min_ready_seconds <= 0:
         return True
-    ready_wall = sim.ready_at.get(uid_of(pod))
+    ready_wall = ctx.records.ready_at.get(uid_of(pod))
     if ready_wall is None:
         return True
-    if sim.wall(sim.clock.now()) >= ready_wall + min_ready_seconds:
+    if ctx.time.wall(ctx.time.now()) >= ready_wall + min_ready_seconds:
         return True
     if recheck is not None:
-        sim.schedule_wall(recheck, ready_wall + min_ready_seconds)
+        ctx.schedule_wall(recheck, ready_wall + min_ready_seconds)
     return False
 
 
-class ReplicaSetController:
+class ReplicaSetController(Controller):
     """Creates pods from the template, deletes surplus pods in victim order, writes status."""
 
-    def __init__(self, sim: WorkloadSimulator) -> None:
-        self._sim = sim
-
     def sync(self, namespace: str | None, name: str) -> None:
-        sim = self._sim
-        rs = get_if_exists(sim.storage, "apps/v1", "ReplicaSet", namespace, name)
+        ctx = self._ctx
+        rs = get_if_exists(ctx.storage, "apps/v1", "ReplicaSet", namespace, name)
         if rs is None:
             return
         spec = rs.get("spec") or {}
         selector = spec.get("selector")
         deleting = is_terminating(rs)
-        pods = owned_pods(sim, rs, selector, adopt=not deleting)
+        pods = owned_pods(ctx, rs, selector, adopt=not deleting)
         active = [p for p in pods if is_pod_active(p)]
         want = int_field(spec.get("replicas"), 1)
         changed = False
@@ -112,16 +107,16 @@ class ReplicaSetController:
                     self._create_pod(rs)
                 changed = True
             elif diff > 0:
-                victims = sorted(active, key=lambda p: victim_sort_key(p, sim))[:diff]
+                victims = sorted(active, key=lambda p: victim_sort_key(p, ctx.records))[:diff]
                 for pod in victims:
                     try:
-                        sim.storage.delete("v1", "Pod", namespace, name_of(pod))
+                        ctx.storage.delete("v1", "Pod", namespace, name_of(pod))
                     except Exception as exc:
                         if not is_not_found(exc):
                             raise
                         continue
-                    sim.note_write()
-                    sim.event(
+                    ctx.note_write()
+                    ctx.events.record(
                         rs,
                         "SuccessfulDelete",
                         f"Deleted pod: {name_of(pod)}",
@@ -129,53 +124,53 @@ class ReplicaSetController:
                     )
                 changed = True
         if changed:
-            pods = owned_pods(sim, rs, selector, adopt=False)
+            pods = owned_pods(ctx, rs, selector, adopt=False)
         self._write_status(rs, pods)
 
     def _create_pod(self, rs: Obj) -> None:
-        sim = self._sim
+        ctx = self._ctx
         template = (rs.get("spec") or {}).get("template") or {}
         tmeta = template.get("metadata") or {}
         rs_name = name_of(rs)
-        pod_spec = sim.copy(template.get("spec") or {})
-        pod_spec["nodeName"] = sim.node_name
+        pod_spec = copy(template.get("spec") or {})
+        pod_spec["nodeName"] = ctx.node.name
         for _attempt in range(5):
             pod: Obj = {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": {
-                    "name": f"{rs_name}-{random_suffix(sim.rng)}",
+                    "name": f"{rs_name}-{random_suffix(ctx.rng)}",
                     "generateName": f"{rs_name}-",
                     "namespace": meta(rs).get("namespace"),
                     "labels": dict(tmeta.get("labels") or {}),
                     "ownerReferences": [owner_reference(rs)],
                 },
-                "spec": sim.copy(pod_spec),
+                "spec": copy(pod_spec),
             }
             if tmeta.get("annotations"):
                 pod["metadata"]["annotations"] = dict(tmeta["annotations"])
             try:
-                created = sim.storage.create(pod)
+                created = ctx.storage.create(pod)
             except Exception as exc:
                 if status_code(exc) == 409:
                     continue
                 raise
-            sim.record_created(created)
-            sim.note_write()
-            sim.event(
+            ctx.record_created(created)
+            ctx.note_write()
+            ctx.events.record(
                 rs, "SuccessfulCreate", f"Created pod: {name_of(created)}", "replicaset-controller"
             )
             return
 
     def _write_status(self, rs: Obj, pods: list[Obj]) -> None:
-        sim = self._sim
+        ctx = self._ctx
         spec = rs.get("spec") or {}
         min_ready = int_field(spec.get("minReadySeconds"), 0)
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         active = [p for p in pods if is_pod_active(p)]
         ready = [p for p in active if is_pod_ready(p)]
         key: Key = ("rs", meta(rs).get("namespace"), name_of(rs))
-        avail = [p for p in ready if available(sim, p, min_ready, key)]
+        avail = [p for p in ready if available(ctx, p, min_ready, key)]
         labelled = [
             p for p in active if all(labels_of(p).get(k) == v for k, v in template_labels.items())
         ]
@@ -198,12 +193,4 @@ class ReplicaSetController:
             k: (v if v or k in ("replicas", "terminatingReplicas") else None)
             for k, v in status.items()
         }
-        sim.storage.patch_merge(
-            "apps/v1",
-            "ReplicaSet",
-            meta(rs).get("namespace"),
-            name_of(rs),
-            {"status": status},
-            subresource="status",
-        )
-        sim.note_write()
+        ctx.patch_status("apps/v1", "ReplicaSet", rs, status)

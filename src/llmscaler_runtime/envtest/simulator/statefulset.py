@@ -9,8 +9,8 @@ the update revision rather than the old template.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from .context import Controller, copy
 from .replicaset import available, owned_pods
 from .util import (
     CONTROLLER_REVISION_HASH,
@@ -31,36 +31,30 @@ from .util import (
     template_hash,
 )
 
-if TYPE_CHECKING:
-    from .core import WorkloadSimulator
-
 
 def _running_ready(pod: Obj) -> bool:
     return pod_phase(pod) == "Running" and is_pod_ready(pod)
 
 
-class StatefulSetController:
+class StatefulSetController(Controller):
     """Creates ``<sts>-0..N-1`` in order, scales down from the highest ordinal, rolls updates."""
 
-    def __init__(self, sim: WorkloadSimulator) -> None:
-        self._sim = sim
-
     def sync(self, namespace: str | None, name: str) -> None:
-        sim = self._sim
-        sts = get_if_exists(sim.storage, "apps/v1", "StatefulSet", namespace, name)
+        ctx = self._ctx
+        sts = get_if_exists(ctx.storage, "apps/v1", "StatefulSet", namespace, name)
         if sts is None:
             return
         spec = sts.get("spec") or {}
         ordinal_re = re.compile(rf"^{re.escape(name)}-(\d+)$")
         pods = [
             p
-            for p in owned_pods(sim, sts, spec.get("selector"), adopt=not is_terminating(sts))
+            for p in owned_pods(ctx, sts, spec.get("selector"), adopt=not is_terminating(sts))
             if ordinal_re.match(name_of(p))
         ]
         update_rev = f"{name}-{template_hash(spec.get('template') or {})}"
         if not is_terminating(sts) and self._manage(sts, pods, update_rev, ordinal_re):
             pods = [
-                p for p in owned_pods(sim, sts, None, adopt=False) if ordinal_re.match(name_of(p))
+                p for p in owned_pods(ctx, sts, None, adopt=False) if ordinal_re.match(name_of(p))
             ]
         self._write_status(sts, pods, update_rev)
 
@@ -122,13 +116,13 @@ class StatefulSetController:
 
     def _delete(self, sts: Obj, name: str) -> None:
         try:
-            self._sim.storage.delete("v1", "Pod", meta(sts).get("namespace"), name)
+            self._ctx.storage.delete("v1", "Pod", meta(sts).get("namespace"), name)
         except Exception as exc:
             if not is_not_found(exc):
                 raise
             return
-        self._sim.note_write()
-        self._sim.event(
+        self._ctx.note_write()
+        self._ctx.events.record(
             sts,
             "SuccessfulDelete",
             f"delete Pod {name} in StatefulSet {name_of(sts)} successful",
@@ -136,7 +130,7 @@ class StatefulSetController:
         )
 
     def _create(self, sts: Obj, ordinal: int, update_rev: str) -> None:
-        sim = self._sim
+        ctx = self._ctx
         spec = sts.get("spec") or {}
         template = spec.get("template") or {}
         tmeta = template.get("metadata") or {}
@@ -145,8 +139,8 @@ class StatefulSetController:
         labels[STS_POD_NAME_LABEL] = name
         labels[STS_POD_INDEX_LABEL] = str(ordinal)
         labels[CONTROLLER_REVISION_HASH] = update_rev
-        pod_spec = sim.copy(template.get("spec") or {})
-        pod_spec["nodeName"] = sim.node_name
+        pod_spec = copy(template.get("spec") or {})
+        pod_spec["nodeName"] = ctx.node.name
         pod_spec.setdefault("hostname", name)
         if spec.get("serviceName"):
             pod_spec.setdefault("subdomain", spec["serviceName"])
@@ -164,14 +158,14 @@ class StatefulSetController:
         if tmeta.get("annotations"):
             pod["metadata"]["annotations"] = dict(tmeta["annotations"])
         try:
-            created = sim.storage.create(pod)
+            created = ctx.storage.create(pod)
         except Exception as exc:
             if status_code(exc) == 409:
                 return  # the old pod of that ordinal is still terminating
             raise
-        sim.record_created(created)
-        sim.note_write()
-        sim.event(
+        ctx.record_created(created)
+        ctx.note_write()
+        ctx.events.record(
             sts,
             "SuccessfulCreate",
             f"create Pod {name} in StatefulSet {name_of(sts)} successful",
@@ -179,7 +173,7 @@ class StatefulSetController:
         )
 
     def _write_status(self, sts: Obj, pods: list[Obj], update_rev: str) -> None:
-        sim = self._sim
+        ctx = self._ctx
         spec = sts.get("spec") or {}
         current = sts.get("status") or {}
         current_rev = current.get("currentRevision") or update_rev
@@ -201,7 +195,7 @@ class StatefulSetController:
             "availableReplicas": sum(
                 1
                 for p in ready
-                if available(sim, p, min_ready, ("sts", meta(sts).get("namespace"), name_of(sts)))
+                if available(ctx, p, min_ready, ("sts", meta(sts).get("namespace"), name_of(sts)))
             ),
             "currentReplicas": current_count,
             "updatedReplicas": updated,
@@ -211,12 +205,4 @@ class StatefulSetController:
         }
         if all(current.get(k, 0) == v for k, v in status.items()):
             return
-        sim.storage.patch_merge(
-            "apps/v1",
-            "StatefulSet",
-            meta(sts).get("namespace"),
-            name_of(sts),
-            {"status": status},
-            subresource="status",
-        )
-        sim.note_write()
+        ctx.patch_status("apps/v1", "StatefulSet", sts, status)

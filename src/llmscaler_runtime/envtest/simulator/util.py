@@ -287,6 +287,16 @@ def is_pod_active(pod: Mapping[str, Any]) -> bool:
     return pod_phase(pod) not in ("Succeeded", "Failed") and not is_terminating(pod)
 
 
+def spec_replicas(obj: Mapping[str, Any]) -> int:
+    """``spec.replicas`` of a workload, defaulted to 1 as the API does."""
+    return int_field((obj.get("spec") or {}).get("replicas"), 1)
+
+
+def status_int(obj: Mapping[str, Any], field: str) -> int:
+    """An integer status field, 0 when absent."""
+    return int_field((obj.get("status") or {}).get(field), 0)
+
+
 def int_field(value: Any, default: int) -> int:
     if value is None or isinstance(value, bool):
         return default
