@@ -76,7 +76,11 @@ class StorageLike(Protocol):
 
 
 class Clock(Protocol):
-    """Monotonic seconds; unit tests inject a fake whose time only moves when they say so."""
+    """Monotonic seconds; unit tests inject a fake whose time only moves when they say so.
+
+    envtest's own on purpose (not ``llmscaler_runtime.clock.Clock``): the server must not import
+    the runtime it tests, and the simulator's timers need nothing but monotonic ``now()``.
+    """
 
     def now(self) -> float: ...
 
