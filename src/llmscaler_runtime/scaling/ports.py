@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from llmscaler_runtime.clock import Clock
 from llmscaler_runtime.controller.builder import InformerSource, ManagerLike
+from llmscaler_runtime.kube.client import PatchType
 
 __all__ = [
     "EventSink",
@@ -28,10 +29,12 @@ __all__ = [
     "IndexFunc",
     "IndexedScalerCache",
     "ManagerCache",
+    "ObjectGetter",
     "ResourceMapper",
     "ScalerCache",
     "ScalerClient",
     "ScalerManager",
+    "WriteClient",
 ]
 
 EventType = Literal["Normal", "Warning"]
@@ -68,14 +71,8 @@ class ResourceMapper(Protocol):
     def resource_for(self, api_version: str, kind: str) -> object: ...
 
 
-class ScalerClient(Protocol):
-    """The direct API calls the reconciler makes (a subset of ``kube.Client``)."""
-
-    @property
-    def mapper(self) -> ResourceMapper | None:
-        """The RESTMapper, so an unknown target kind is found before the cache is asked for
-        it (which would start an informer that can never sync); None skips that check."""
-        ...
+class ObjectGetter(Protocol):
+    """One object straight from the API (the target when the cache lacks it; a Secret)."""
 
     def get(
         self,
@@ -86,6 +83,42 @@ class ScalerClient(Protocol):
         *,
         subresource: str | None = None,
     ) -> dict[str, Any]: ...
+
+
+class WriteClient(Protocol):
+    """The writes of a scaling decision: the replica apply, pod annotations, the status."""
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class ScalerClient(ObjectGetter, WriteClient, Protocol):
+    """The direct API calls the reconciler makes (a subset of ``kube.Client``)."""
+
+    @property
+    def mapper(self) -> ResourceMapper | None:
+        """The RESTMapper, so an unknown target kind is found before the cache is asked for
+        it (which would start an informer that can never sync); None skips that check."""
+        ...
 
     def list_all(
         self,
@@ -99,28 +132,6 @@ class ScalerClient(Protocol):
         resource_version: str | None = None,
         timeout_seconds: int | None = None,
     ) -> tuple[builtins.list[dict[str, Any]], str]: ...
-
-    def patch(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        patch: Any,
-        namespace: str | None = None,
-        *,
-        patch_type: Literal["merge", "strategic", "json"] = "merge",
-        subresource: str | None = None,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def apply(
-        self,
-        obj: dict[str, Any],
-        *,
-        field_manager: str,
-        force: bool = True,
-        subresource: str | None = None,
-    ) -> dict[str, Any]: ...
 
 
 class EventSink(Protocol):

@@ -18,13 +18,14 @@ import base64
 import binascii
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from cachetools import LRUCache
 
 from llmscaler_runtime.api.v1alpha1 import FrozenMap, HeaderSource
 from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
 from llmscaler_runtime.kube.errors import ApiError, Forbidden, NotFound
+from llmscaler_runtime.scaling.ports import ObjectGetter
 
 __all__ = [
     "FAILED_GET_SECRET",
@@ -55,18 +56,8 @@ class SecretHeaderError(Exception):
         self.reason = reason
 
 
-class SecretGetter(Protocol):
-    """The one call this module makes (a subset of ``kube.Client``)."""
-
-    def get(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]: ...
+SecretGetter = ObjectGetter
+"""The one call this module makes: a get of the Secret (a subset of ``kube.Client``)."""
 
 
 def _header_value(raw: bytes, key: str, secret: str) -> Redacted:

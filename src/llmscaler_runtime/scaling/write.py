@@ -14,8 +14,8 @@ from typing import Any, Protocol
 import attrs
 import structlog
 
-from llmscaler_runtime.kube.client import PatchType
 from llmscaler_runtime.kube.errors import ApiError, NotFound
+from llmscaler_runtime.scaling.ports import WriteClient
 from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION, PodCost, TargetView
 
 __all__ = [
@@ -30,32 +30,6 @@ __all__ = [
 
 FIELD_MANAGER = "llmscaler-operator"
 _log = structlog.get_logger("llmscaler.scaling.write")
-
-
-class WriteClient(Protocol):
-    """The two client calls the writer needs (a subset of ``llmscaler_runtime.kube.Client``)."""
-
-    def patch(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        patch: Any,
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        subresource: str | None = None,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def apply(
-        self,
-        obj: dict[str, Any],
-        *,
-        field_manager: str,
-        force: bool = True,
-        subresource: str | None = None,
-    ) -> dict[str, Any]: ...
 
 
 @attrs.frozen
