@@ -49,27 +49,44 @@ def _top(path: Path) -> str:
     return first.removesuffix(".py")
 
 
-def imported_packages(source: str) -> Iterator[tuple[int, str]]:
-    """(line, top-level runtime package) for every absolute import of the runtime."""
+def imported_packages(source: str, package: tuple[str, ...] = ()) -> Iterator[tuple[int, str]]:
+    """(line, top-level runtime package) for every import of the runtime, absolute or relative.
+
+    ``package`` is the importing file's package below the runtime (``("cache",)`` for
+    ``cache/reflector.py``), against which relative imports resolve.
+    """
     for node in ast.walk(ast.parse(source)):
-        names: list[str] = []
+        paths: list[list[str]] = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            paths = [alias.name.split(".") for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == PACKAGE:  # `from llmscaler_runtime import kube`
-                names = [f"{PACKAGE}.{alias.name}" for alias in node.names]
+                paths = [[PACKAGE, alias.name] for alias in node.names]
             else:
-                names = [node.module]
-        for name in names:
-            parts = name.split(".")
+                paths = [node.module.split(".")]
+        elif isinstance(node, ast.ImportFrom):  # relative: resolve against the file's package
+            up = node.level - 1
+            base = [PACKAGE, *package[: len(package) - up]] if up <= len(package) else []
+            if not base:
+                continue  # above the runtime: not ours to judge
+            if node.module:
+                paths = [[*base, *node.module.split(".")]]
+            else:
+                paths = [[*base, alias.name] for alias in node.names]
+        for parts in paths:
             if parts[0] == PACKAGE and len(parts) > 1:
                 yield node.lineno, parts[1]
 
 
-def violations(importer: str, source: str, *, where: str = "<source>") -> list[str]:
-    """What is wrong with ``importer``'s imports (empty when it respects the layers)."""
+def violations(
+    importer: str, source: str, *, where: str = "<source>", package: tuple[str, ...] | None = None
+) -> list[str]:
+    """What is wrong with ``importer``'s imports (empty when it respects the layers).
+
+    ``package`` is the file's package below the runtime (default: ``(importer,)``).
+    """
     found: list[str] = []
-    for line, imported in imported_packages(source):
+    for line, imported in imported_packages(source, (importer,) if package is None else package):
         if imported == importer:
             continue
         if imported in OUTSIDE and importer not in OUTSIDE:
@@ -96,7 +113,10 @@ def test_the_runtime_imports_downwards_only() -> None:
     found: list[str] = []
     for path in _runtime_files():
         rel = path.relative_to(ROOT.parent)
-        found += violations(_top(path), path.read_text(encoding="utf-8"), where=str(rel))
+        package = path.relative_to(ROOT).parent.parts
+        found += violations(
+            _top(path), path.read_text(encoding="utf-8"), where=str(rel), package=package
+        )
     assert not found, "layering violated:\n" + "\n".join(found)
 
 
@@ -113,6 +133,8 @@ def test_the_package_root_imports_no_test_server() -> None:
         ("kube", "from llmscaler_runtime import api", "kube (layer 1) imports api"),
         ("manager", "from llmscaler_runtime.testkit import FakeClock", "a test server"),
         ("scaling", "if TYPE_CHECKING:\n    from llmscaler_runtime.envtest import x", "test"),
+        ("cache", "from ..controller import Builder", "cache (layer 2) imports controller"),
+        ("cache", "from .. import testkit", "a test server"),
     ],
 )
 def test_the_check_catches_an_upward_import(importer: str, source: str, expected: str) -> None:
@@ -124,3 +146,4 @@ def test_the_check_allows_downward_and_outside_imports() -> None:
     assert violations("scaling", "from llmscaler_runtime.manager import Manager") == []
     assert violations("envtest", "from llmscaler_runtime.kube import Client") == []
     assert violations("testkit", "from llmscaler_runtime.clock import Clock") == []
+    assert violations("cache", "from ..clock import Clock\nfrom .store import Store") == []

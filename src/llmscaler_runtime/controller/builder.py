@@ -9,9 +9,10 @@
 The manager only has to offer ``cache.get_informer(api_version, kind)``, ``add(runnable)`` and
 ``clock``: its controllers time retries and reconciles with the manager's one clock unless
 ``with_options(clock=...)`` says otherwise, so a fake clock injected into the manager reaches
-every controller it builds. If it also has a ``metrics`` attribute implementing
-:class:`~llmscaler_runtime.controller.metrics.ControllerMetricsProvider` and/or
-:class:`~llmscaler_runtime.workqueue.QueueMetricsProvider`, the controller reports through it.
+every controller it builds. Its ``metrics`` (None for none) is used for every controller when
+it implements :class:`~llmscaler_runtime.controller.metrics.ControllerMetricsProvider` and/or
+:class:`~llmscaler_runtime.workqueue.QueueMetricsProvider` (one object may implement both, as
+``manager.ControllerMetrics`` does; hence one member checked against each protocol).
 """
 
 from __future__ import annotations

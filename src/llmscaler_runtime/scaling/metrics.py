@@ -13,7 +13,7 @@ per-scaler label (count syncs per reason across the fleet; find the scaler with
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
@@ -25,6 +25,7 @@ __all__ = [
     "NoopSyncMetrics",
     "PrometheusSyncMetrics",
     "SyncMetrics",
+    "SyncReason",
     "SyncResult",
 ]
 
@@ -32,19 +33,21 @@ __all__ = [
 SyncResult = Literal["success", "retry"]
 SYNC_RESULTS: tuple[SyncResult, ...] = ("success", "retry")
 #: The reason of a sync whose own status write failed (no condition can carry it).
-FAILED_UPDATE_STATUS = "FailedUpdateStatus"
+FAILED_UPDATE_STATUS: Final = "FailedUpdateStatus"
+#: What a sync's outcome is counted under: the reason its status gives, or the failed write.
+SyncReason = ConditionReason | Literal["FailedUpdateStatus"]
 
 
 class SyncMetrics(Protocol):
     """Receives one observation per evaluated sync."""
 
-    def observe_sync(self, result: SyncResult, reason: str) -> None: ...
+    def observe_sync(self, result: SyncResult, reason: SyncReason) -> None: ...
 
 
 class NoopSyncMetrics:
     """Reports nothing: the default, so the reconciler never checks for a missing sink."""
 
-    def observe_sync(self, result: SyncResult, reason: str) -> None:
+    def observe_sync(self, result: SyncResult, reason: SyncReason) -> None:
         """Nothing to record."""
 
 
@@ -66,5 +69,5 @@ class PrometheusSyncMetrics:
             for result in SYNC_RESULTS:
                 self.syncs.labels(result=result, reason=str(reason))
 
-    def observe_sync(self, result: SyncResult, reason: str) -> None:
+    def observe_sync(self, result: SyncResult, reason: SyncReason) -> None:
         self.syncs.labels(result=result, reason=str(reason)).inc()

@@ -48,6 +48,7 @@ from llmscaler_runtime.scaling.metrics import (
     FAILED_UPDATE_STATUS,
     NoopSyncMetrics,
     SyncMetrics,
+    SyncReason,
     SyncResult,
 )
 from llmscaler_runtime.scaling.pacing import HistoryStore
@@ -82,7 +83,7 @@ class _Outcome:
 
     result: Result
     sync: SyncResult
-    reason: str
+    reason: SyncReason
 
 
 class LLMScalerReconciler:
@@ -163,7 +164,7 @@ class LLMScalerReconciler:
         retry = Result(requeue_after=float(spec.retry_period_seconds))
         ok = Result(requeue_after=self._next_sync(spec))
 
-        def retrying(reason: str) -> _Outcome:
+        def retrying(reason: SyncReason) -> _Outcome:
             return _Outcome(retry, "retry", reason)
 
         # 1. may this scaler write its target, and can the target be read?

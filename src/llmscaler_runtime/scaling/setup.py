@@ -1,7 +1,9 @@
 """Wiring the LLMScaler reconciler into a manager.
 
 Kept apart from the reconciler so the pipeline can be used (and tested) without a manager,
-and so an embedder can wire a customised :class:`~.reconciler.Steps` the same way.
+and so an embedder can wire a customised :class:`~.steps.Steps` the same way. Custom steps
+should be built with ``default_steps(clock=manager.clock)`` (then ``attrs.evolve``): the
+providers' coalescing tick must come from the same clock as the reconciler's sync grid.
 """
 
 from __future__ import annotations

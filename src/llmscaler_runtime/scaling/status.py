@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import Condition, LLMScalerStatus
+from llmscaler_runtime.scaling.reasons import ConditionReason
 from llmscaler_runtime.kube.times import rfc3339
 
 __all__ = [
@@ -43,7 +44,7 @@ class ConditionDraft:
 
     type: str
     status: bool | None  # None is "Unknown"
-    reason: str
+    reason: ConditionReason
     message: str
 
     @property

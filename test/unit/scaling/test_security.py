@@ -18,6 +18,7 @@ from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND, HeaderSource, LLMS
 from llmscaler_runtime.api.v1alpha1.types import HeaderValueSource, SecretKeySelector
 from llmscaler_runtime.controller.types import Request, Result
 from llmscaler_runtime.kube.errors import Forbidden, NotFound
+from llmscaler_runtime.scaling import LLMScalerReconciler, Steps
 from llmscaler_runtime.scaling import reconciler as reconciler_module
 from llmscaler_runtime.scaling.addresses import (
     AddressNotAllowed,
@@ -26,7 +27,6 @@ from llmscaler_runtime.scaling.addresses import (
 )
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.providers import DecisionProvider, PrometheusProvider
-from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler, Steps
 from llmscaler_runtime.scaling.secrets import (
     FAILED_GET_SECRET,
     SECRET_FORBIDDEN,

@@ -7,7 +7,7 @@ CRD registry can all use them without importing one another.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import bad_request, conflict
@@ -33,9 +33,11 @@ def fast_copy(obj: Any) -> Any:
     return obj
 
 
-def now() -> str:
+def now(after_seconds: float = 0.0) -> str:
+    """The current time (or ``after_seconds`` from now) as metav1.Time, whole seconds."""
     # envtest's own on purpose (not kube.rfc3339): the server must not import the runtime it tests.
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = datetime.now(UTC) + timedelta(seconds=after_seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def has_generation(rt: ResourceType) -> bool:

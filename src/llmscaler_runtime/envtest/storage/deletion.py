@@ -10,7 +10,6 @@ pipeline also needs (an update that drops the last finalizer), so both share :me
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import StatusError, conflict
@@ -97,9 +96,7 @@ class Deletion:
                         return fast_copy(old)
                     bump_generation_on_delete(nmeta)
                     nmeta["deletionGracePeriodSeconds"] = grace
-                    nmeta["deletionTimestamp"] = (
-                        datetime.now(UTC) + timedelta(seconds=grace)
-                    ).strftime("%Y-%m-%dT%H:%M:%SZ")
+                    nmeta["deletionTimestamp"] = now(after_seconds=grace)
                     nmeta["resourceVersion"] = meta["resourceVersion"]
                     return fast_copy(self._store.commit(rt, "MODIFIED", new, old))
             if nmeta.get("finalizers"):
