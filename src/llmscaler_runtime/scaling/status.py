@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import Condition, LLMScalerStatus
-from llmscaler_runtime.scaling.reasons import ConditionReason
 from llmscaler_runtime.kube.times import rfc3339
+from llmscaler_runtime.scaling.reasons import ConditionReason
 
 __all__ = [
     "ABLE_TO_SCALE",
