@@ -7,7 +7,7 @@ early saves a reconcile (for example status-only writes, which do not bump
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from llmscaler_runtime.controller.selectors import LabelSelector, parse_selector
@@ -143,12 +143,24 @@ class LabelChangedPredicate(_UpdateOnly):
 
 
 class AnnotationChangedPredicate(_UpdateOnly):
-    """Updates pass only when the annotations changed (e.g. a pause annotation)."""
+    """Updates pass only when the annotations changed (e.g. a pause annotation).
+
+    With ``keys``, only a change of those annotations counts (added, removed or a new value):
+    ``kubectl apply`` rewrites ``last-applied-configuration`` and other tools stamp their own
+    annotations, and a controller that acts on one annotation should not reconcile for those.
+    """
+
+    def __init__(self, keys: Iterable[str] | None = None) -> None:
+        self.keys: tuple[str, ...] | None = None if keys is None else tuple(keys)
 
     def update(self, old: Obj | None, new: Obj | None) -> bool:
         if old is None or new is None:
             return False
-        return (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {})
+        before = _meta(old).get("annotations") or {}
+        after = _meta(new).get("annotations") or {}
+        if self.keys is None:
+            return bool(before != after)
+        return any(before.get(key) != after.get(key) for key in self.keys)
 
 
 def label_selector_predicate(selector: str | Mapping[str, Any] | LabelSelector) -> Funcs:

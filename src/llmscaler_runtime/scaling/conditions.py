@@ -12,6 +12,7 @@ Messages say what happened and what to do about it, as HPA's conditions do.
 from __future__ import annotations
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
+from llmscaler_runtime.scaling.pause import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, Pause
 from llmscaler_runtime.scaling.reasons import ConditionReason
 from llmscaler_runtime.scaling.status import (
     ABLE_TO_SCALE,
@@ -33,9 +34,11 @@ __all__ = [
     "failed_rescale",
     "held_for_signal",
     "holding",
+    "invalid_pause",
     "invalid_spec",
     "limited",
     "measurement_failure_reason",
+    "paused",
     "preemption",
     "ready",
     "rollout_in_progress",
@@ -230,3 +233,41 @@ def preemption(scaler: LLMScaler) -> tuple[ConditionDraft, ...]:
             "spec.preemption is accepted but not implemented: it has no effect on scaling.",
         ),
     )
+
+
+def paused(pause: Pause, target: TargetView | None = None) -> tuple[ConditionDraft, ...]:
+    """A paused scaler (``scaling.pause``): nothing is measured, so ScalingActive is False,
+    as the HPA's is when scaling is disabled; Ready stays True, since the pause is on purpose.
+
+    With ``target``, the paused-replicas count is on it: reason ``PausedReplicas``, which the
+    next syncs read as "already set once". The messages carry no live figures, so a paused
+    scaler's status is written once and then left alone.
+    """
+    if pause.replicas is None or target is None:
+        able = cond(
+            ABLE_TO_SCALE,
+            False,
+            R.PAUSED,
+            f"Paused by the annotation {PAUSED_ANNOTATION}{pause.note}: no metric is read and "
+            "nothing is written to the target or its pods until the annotation is removed or "
+            'set to "false".',
+        )
+    else:
+        able = cond(
+            ABLE_TO_SCALE,
+            False,
+            R.PAUSED_REPLICAS,
+            f"Paused by the annotation {PAUSED_REPLICAS_ANNOTATION}: {target.kind} "
+            f"{target.name} is set to {pause.replicas} replicas, once, and then left alone "
+            "until the annotation is removed.",
+        )
+    return (
+        able,
+        cond(SCALING_ACTIVE, False, R.PAUSED, "Metrics are not evaluated while paused."),
+        cond(READY, True, R.PAUSED, "The scaler is paused on purpose (see AbleToScale)."),
+    )
+
+
+def invalid_pause(message: str) -> tuple[ConditionDraft, ...]:
+    """A paused-replicas value that cannot be used: held as paused, reported as a problem."""
+    return blocked(R.INVALID_PAUSED_REPLICAS, message, able=True)

@@ -46,6 +46,10 @@ class ConditionReason(StrEnum):
     SYNC_FAILED = "SyncFailed"
     # Preemption
     NOT_IMPLEMENTED = "NotImplemented"
+    # pause annotations (AbleToScale, ScalingActive, Ready)
+    PAUSED = "Paused"
+    PAUSED_REPLICAS = "PausedReplicas"
+    INVALID_PAUSED_REPLICAS = "InvalidPausedReplicas"
 
 
 class EventReason(StrEnum):
@@ -65,3 +69,4 @@ class EventReason(StrEnum):
     FAILED_GET_SECRET = "FailedGetSecret"
     INVALID_SPEC = "InvalidSpec"
     SYNC_FAILED = "SyncFailed"
+    INVALID_PAUSED_REPLICAS = "InvalidPausedReplicas"

@@ -3,6 +3,7 @@
 Order of a sync; each line names the module that does the work:
 
     scaler from cache, parsed once per resourceVersion     memory.ScalerMemory.parse
+    pause annotations (paused: stop here)                   resolve.paused, pause
     one-writer check, target lookup                         resolve.owned_target
     serverAddress policy, serverHeadersFrom Secrets         resolve.requestable
     rollout guard                                           guards        (Steps.guard)
@@ -52,15 +53,17 @@ from llmscaler_runtime.scaling.metrics import (
     SyncResult,
 )
 from llmscaler_runtime.scaling.pacing import HistoryStore
+from llmscaler_runtime.scaling.pause import PAUSED_REPLICAS_ANNOTATION, Pause
 from llmscaler_runtime.scaling.ports import EventSink, EventType, ScalerCache, ScalerClient
 from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
-from llmscaler_runtime.scaling.resolve import Problem, owned_target, requestable
+from llmscaler_runtime.scaling.resolve import Problem, owned_target, paused, requestable
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
 from llmscaler_runtime.scaling.secrets import SecretHeaderResolver
 from llmscaler_runtime.scaling.status import PREEMPTION, ConditionDraft, build_status, status_patch
 from llmscaler_runtime.scaling.steps import Steps, default_steps
-from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
+from llmscaler_runtime.scaling.types import Measurement, Plan, PodCost, Recommendation, TargetView
 from llmscaler_runtime.scaling.victims import plan_victims
+from llmscaler_runtime.scaling.write import WriteResult
 
 __all__ = ["DEFAULT_RETRY_PERIOD", "LLMScalerReconciler"]
 
@@ -167,6 +170,12 @@ class LLMScalerReconciler:
         def retrying(reason: SyncReason) -> _Outcome:
             return _Outcome(retry, "retry", reason)
 
+        # 0. paused by annotation? then nothing is read, and nothing but the status (and a
+        # paused-replicas count, once) is written
+        pause = paused(obj, scaler)
+        if pause is not None:
+            return self._paused(obj, scaler, pause, ok, retry)
+
         # 1. may this scaler write its target, and can the target be read?
         target = owned_target(
             obj, scaler, cache=self.cache, client=self.client, conflicts=self.steps.conflicts
@@ -269,6 +278,56 @@ class LLMScalerReconciler:
         self._write_status(obj, scaler, problem.drafts, current=current)
         return _Outcome(retry, "retry", problem.drafts[-1].reason)
 
+    def _paused(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        pause: Pause | Problem,
+        ok: Result,
+        retry: Result,
+    ) -> _Outcome:
+        """A paused scaler (``scaling.pause``). Its pacing history is dropped, so on resume the
+        stabilization window starts afresh from the fleet as it then is, as after a restart:
+        no scale-down follows within a window of unpausing."""
+        self.memory.history.forget(scaler.uid)
+        if isinstance(pause, Problem):  # a bad paused-replicas value: held, and reported
+            return self._stop(obj, scaler, pause, retry)
+        if pause.replicas is None:
+            self._write_status(obj, scaler, conditions.paused(pause))
+            return _Outcome(ok, "success", ConditionReason.PAUSED)
+        target = owned_target(
+            obj, scaler, cache=self.cache, client=self.client, conflicts=self.steps.conflicts
+        )
+        if isinstance(target, Problem):
+            return self._stop(obj, scaler, target, retry)
+        scaled = not pause.already_set(scaler.status, target.spec_replicas)
+        if scaled:  # the operator's override, as `kubectl scale`: no victim hints, no query
+            written = self._write_replicas(obj, target, pause.replicas, ())
+            if isinstance(written, str):
+                self._write_status(obj, scaler, conditions.failed_rescale(written))
+                return _Outcome(retry, "retry", ConditionReason.FAILED_UPDATE_SCALE)
+            self._event(
+                obj,
+                "Normal",
+                EventReason.SUCCESSFUL_RESCALE,
+                f"New size: {pause.replicas} (was {target.spec_replicas}); "
+                f"{PAUSED_REPLICAS_ANNOTATION}",
+            )
+        drafts = conditions.paused(pause, target)
+        self._write_status(obj, scaler, drafts, desired=pause.replicas, scaled=scaled)
+        return _Outcome(ok, "success", ConditionReason.PAUSED_REPLICAS)
+
+    def _write_replicas(
+        self, obj: dict[str, Any], target: TargetView, replicas: int, costs: Sequence[PodCost]
+    ) -> WriteResult | str:
+        """The replica write through ``steps.writer``; on failure its Event and message."""
+        try:
+            return self.steps.writer.write(self.client, target, replicas, costs)
+        except ApiError as exc:
+            message = f"Could not set {target.kind} {target.name} to {replicas} replicas: {exc}"
+            self._event(obj, "Warning", EventReason.FAILED_RESCALE, message)
+            return message
+
     def _scale(
         self,
         obj: dict[str, Any],
@@ -295,14 +354,9 @@ class LLMScalerReconciler:
         )
         if victims.cost_error is not None:
             self._event(obj, "Warning", EventReason.FAILED_GET_DELETION_COST, victims.cost_error)
-        try:
-            result = self.steps.writer.write(self.client, target, plan.replicas, victims.changes)
-        except ApiError as exc:
-            message = (
-                f"Could not set {target.kind} {target.name} to {plan.replicas} replicas: {exc}"
-            )
-            self._event(obj, "Warning", EventReason.FAILED_RESCALE, message)
-            return message
+        result = self._write_replicas(obj, target, plan.replicas, victims.changes)
+        if isinstance(result, str):
+            return result
         for failure in result.cost_failures:
             self._event(obj, "Warning", EventReason.FAILED_SET_DELETION_COST, failure)
         if plan.current > spec.max_replicas and plan.replicas == spec.max_replicas:

@@ -6,9 +6,10 @@ holding the Event to emit and the conditions to write. The reconciler decides wh
 a problem (emit, write status, retry); nothing here raises for control flow or talks to the
 event sink, so each check is tested directly on fakes of the ports.
 
-The order matters and is the reconciler's: ownership first (a scaler that is not the target's
-one writer must not even read it on every sync), then the target, then the address policy,
-then the Secrets (no Secret is read for an address the policy refuses).
+The order matters and is the reconciler's: the pause annotations first (a paused scaler reads
+nothing), then ownership (a scaler that is not the target's one writer must not even read it
+on every sync), then the target, then the address policy, then the Secrets (no Secret is read
+for an address the policy refuses).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressNotAllowed, AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, ConflictResolver, target_index
 from llmscaler_runtime.scaling.memory import ScalerMemory
+from llmscaler_runtime.scaling.pause import InvalidPause, Pause, pause_of
 from llmscaler_runtime.scaling.ports import ScalerCache, ScalerClient
 from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
 from llmscaler_runtime.scaling.secrets import (
@@ -36,7 +38,7 @@ from llmscaler_runtime.scaling.status import ConditionDraft
 from llmscaler_runtime.scaling.target import TargetError, target_view
 from llmscaler_runtime.scaling.types import TargetView
 
-__all__ = ["Problem", "fetch_target", "owned_target", "requestable", "rivals"]
+__all__ = ["Problem", "fetch_target", "owned_target", "paused", "requestable", "rivals"]
 
 _log = get_logger("llmscaler.scaling")
 
@@ -51,6 +53,17 @@ class Problem:
     reason: EventReason
     message: str
     drafts: tuple[ConditionDraft, ...]
+
+
+def paused(obj: dict[str, Any], scaler: LLMScaler) -> Pause | Problem | None:
+    """How the pause annotations hold this scaler (``scaling.pause``); a value that cannot be
+    used is a Problem, and the scaler is held as paused meanwhile. Asked before anything
+    else, so a paused scaler reads nothing, not even its target."""
+    pause = pause_of(obj, scaler.spec.max_replicas)
+    if isinstance(pause, InvalidPause):
+        drafts = conditions.invalid_pause(pause.message)
+        return Problem(EventReason.INVALID_PAUSED_REPLICAS, pause.message, drafts)
+    return pause
 
 
 def rivals(cache: ScalerCache, obj: dict[str, Any], scaler: LLMScaler) -> list[dict[str, Any]]:

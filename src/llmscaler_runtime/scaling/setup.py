@@ -9,11 +9,18 @@ providers' coalescing tick must come from the same clock as the reconciler's syn
 from __future__ import annotations
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
-from llmscaler_runtime.controller import Builder, Controller, GenerationChangedPredicate
+from llmscaler_runtime.controller import (
+    AnnotationChangedPredicate,
+    Builder,
+    Controller,
+    GenerationChangedPredicate,
+    or_,
+)
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
 from llmscaler_runtime.scaling.metrics import PrometheusSyncMetrics, SyncMetrics
+from llmscaler_runtime.scaling.pause import PAUSE_ANNOTATIONS
 from llmscaler_runtime.scaling.ports import ScalerManager
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 from llmscaler_runtime.scaling.steps import Steps, default_steps
@@ -36,7 +43,9 @@ def setup(
     """Register the LLMScaler controller with ``manager`` and return the Controller.
 
     LLMScalers are watched with GenerationChangedPredicate, so the controller's own status
-    writes do not trigger a reconcile; periodic evaluation comes from ``requeue_after``.
+    writes do not trigger a reconcile (periodic evaluation comes from ``requeue_after``), or'd
+    with a change of the pause annotations, which do not bump the generation but must take
+    effect at once.
     ``address_policy`` restricts where metric requests may go (default: anywhere). The field
     manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
     default): it is how the one-writer rule is seen in ``managedFields``. Sync outcomes are
@@ -60,7 +69,13 @@ def setup(
     return (
         Builder(manager)
         .named(CONTROLLER_NAME)
-        .for_(API_VERSION, KIND, predicates=[GenerationChangedPredicate()])
+        .for_(
+            API_VERSION,
+            KIND,
+            predicates=[
+                or_(GenerationChangedPredicate(), AnnotationChangedPredicate(PAUSE_ANNOTATIONS))
+            ],
+        )
         .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
         .complete(reconciler)
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from llmscaler_runtime.testkit.decision_server import DecisionServer
 from test.integration.e2e.harness import ManagerProcess, running_manager
 
 LLMSCALER = "autoscaling.modelsphere.dev/v1alpha1"
@@ -17,6 +18,14 @@ def manager(envtest: Any, kubeconfig_path: str) -> Iterator[ManagerProcess]:
     """The real manager binary watching every namespace of the embedded cluster."""
     with running_manager(kubeconfig_path, "--max-concurrent-reconciles", "4") as proc:
         yield proc
+
+
+@pytest.fixture(scope="module")
+def decisions() -> Iterator[DecisionServer]:
+    """The test kit's decision server, for modules that drive exact counts with
+    :func:`decided_scaler` (a module may define its own instead)."""
+    with DecisionServer() as server:
+        yield server
 
 
 def deployment(name: str, namespace: str, replicas: int, **labels: str) -> dict[str, Any]:

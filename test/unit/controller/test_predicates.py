@@ -66,6 +66,27 @@ UPDATE_CASES: list[tuple[str, Predicate, Any, Any, bool]] = [
     ),
     ("annotations same", AnnotationChangedPredicate(), obj(annotations={}), obj(), False),
     ("annotations old missing", AnnotationChangedPredicate(), None, obj(), False),
+    (
+        "watched annotation added",
+        AnnotationChangedPredicate(keys=["pause"]),
+        obj(annotations={"other": "x"}),
+        obj(annotations={"other": "x", "pause": "true"}),
+        True,
+    ),
+    (
+        "watched annotation removed",
+        AnnotationChangedPredicate(keys=["x", "pause"]),
+        obj(annotations={"pause": "true"}),
+        obj(),
+        True,
+    ),
+    (
+        "only an unwatched annotation changed",
+        AnnotationChangedPredicate(keys=["pause"]),
+        obj(annotations={"pause": "true", "last-applied": "1"}),
+        obj(annotations={"pause": "true", "last-applied": "2"}),
+        False,
+    ),
 ]
 
 

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
 from llmscaler_runtime.scaling import HttpOptions, setup
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX
+from llmscaler_runtime.scaling.pause import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
 
 from .fakes import FakeCache, FakeClient, FakeClock, FakeCluster, FakeRecorder, scaler_obj
@@ -90,4 +91,24 @@ def test_setup_registers_a_generation_filtered_llmscaler_controller() -> None:
     assert len(controller.queue) == 0
     spec_change = {**old, "metadata": {**old["metadata"], "generation": 2}}
     informer.on_update(old, spec_change)
+    assert len(controller.queue) == 1
+
+
+def test_a_pause_annotation_wakes_the_scaler_and_other_annotations_do_not() -> None:
+    mgr = FakeManager()
+    controller = setup(mgr)
+    informer = mgr.cache.informers[(API_VERSION, KIND)]
+    old = scaler_obj()
+
+    def annotated(**annotations: str) -> dict[str, Any]:
+        return {**old, "metadata": {**old["metadata"], "annotations": annotations}}
+
+    informer.on_update(old, annotated(**{"kubectl.kubernetes.io/last-applied-configuration": "{}"}))
+    assert len(controller.queue) == 0
+    informer.on_update(old, annotated(**{PAUSED_ANNOTATION: "true"}))
+    assert len(controller.queue) == 1
+    item, _ = controller.queue.get()  # handled; the removal below must enqueue it again
+    controller.queue.done(item)
+    assert len(controller.queue) == 0
+    informer.on_update(annotated(**{PAUSED_REPLICAS_ANNOTATION: "2"}), old)
     assert len(controller.queue) == 1
