@@ -64,6 +64,7 @@ def run(opts: Options) -> int:
         max_concurrent_reconciles=opts.max_concurrent_reconciles,
         http_options=http_options,
         address_policy=AddressPolicy(opts.allowed_server_addresses, clock=manager.clock),
+        advisory=opts.advisory,
     )
     log.info(
         "starting manager",
@@ -72,6 +73,7 @@ def run(opts: Options) -> int:
         watch_namespace=opts.watch_namespace or "<all>",
         max_concurrent_reconciles=opts.max_concurrent_reconciles,
         allowed_server_addresses=",".join(opts.allowed_server_addresses) or "<all>",
+        advisory=opts.advisory,
         pid=os.getpid(),
     )
     return manager.run()

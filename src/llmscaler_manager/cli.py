@@ -35,6 +35,7 @@ class Options:
     metrics_insecure_skip_verify: bool
     metrics_timeout: float
     allowed_server_addresses: tuple[str, ...] = ()
+    advisory: bool = False
 
 
 def _bind_address(value: str) -> str:
@@ -175,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
         "resolved and every address checked against the CIDRs. Empty (the default) allows "
         "every address.",
     )
+    p.add_argument(
+        "--advisory",
+        action="store_true",
+        help="Make every LLMScaler advisory: metrics, recommendations and pacing run and the "
+        "status and Events say what would be written, but nothing is written to any target "
+        "or pod. For trialling llmscaler beside an existing HPA or KEDA.",
+    )
     return p
 
 
@@ -202,4 +210,5 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         metrics_insecure_skip_verify=ns.metrics_insecure_skip_verify,
         metrics_timeout=ns.metrics_timeout,
         allowed_server_addresses=tuple(ns.allowed_server_addresses or ()),
+        advisory=ns.advisory,
     )

@@ -212,6 +212,8 @@ def test_kubectl_shows_printer_columns_and_explains_fields(env: Any) -> None:
         assert time.monotonic() < deadline, proc.stderr
         time.sleep(0.2)
     assert "0 means no limit" in proc.stdout
+    advisory = kubectl_ok(env, "explain", "llmscaler.spec.advisory")
+    assert "nothing is written to the target" in " ".join(advisory.split()), advisory
 
 
 # --- RBAC: every call the real manager makes is granted by config/rbac ------------------------

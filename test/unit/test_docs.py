@@ -231,7 +231,14 @@ def _source_reasons() -> tuple[set[str], set[str]]:
 
 def _condition_types() -> set[str]:
     tree = ast.parse(STATUS.read_text(encoding="utf-8"))
-    names = {"ABLE_TO_SCALE", "SCALING_ACTIVE", "SCALING_LIMITED", "READY", "PREEMPTION"}
+    names = {
+        "ABLE_TO_SCALE",
+        "SCALING_ACTIVE",
+        "SCALING_LIMITED",
+        "READY",
+        "ADVISORY",
+        "PREEMPTION",
+    }
     found: set[str] = set()
     for node in tree.body:
         if (

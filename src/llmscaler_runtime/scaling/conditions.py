@@ -16,6 +16,7 @@ from llmscaler_runtime.scaling.pause import PAUSED_ANNOTATION, PAUSED_REPLICAS_A
 from llmscaler_runtime.scaling.reasons import ConditionReason
 from llmscaler_runtime.scaling.status import (
     ABLE_TO_SCALE,
+    ADVISORY,
     PREEMPTION,
     READY,
     SCALING_ACTIVE,
@@ -29,6 +30,8 @@ R = ConditionReason  # the wording below reads better with the short name
 __all__ = [
     "able",
     "active",
+    "advice",
+    "advisory",
     "blocked",
     "cond",
     "failed_rescale",
@@ -41,6 +44,7 @@ __all__ = [
     "paused",
     "preemption",
     "ready",
+    "rescale_reason",
     "rollout_in_progress",
     "sync_failed",
 ]
@@ -57,8 +61,11 @@ def measurement_failure_reason(spec: LLMScalerSpec) -> ConditionReason:
     return R.FAILED_GET_DECISION if custom else R.FAILED_GET_METRICS
 
 
-def ready() -> ConditionDraft:
-    """Ready=True: the sync measured and scaled (or had nothing to change)."""
+def ready(*, advisory: bool = False) -> ConditionDraft:
+    """Ready=True: the sync measured and scaled (or had nothing to change), or advised."""
+    if advisory:
+        message = "The scaler is measuring and advising; advisory mode writes nothing."
+        return cond(READY, True, R.SCALING, message)
     return cond(READY, True, R.SCALING, "The scaler is measuring and scaling its target.")
 
 
@@ -235,12 +242,15 @@ def preemption(scaler: LLMScaler) -> tuple[ConditionDraft, ...]:
     )
 
 
-def paused(pause: Pause, target: TargetView | None = None) -> tuple[ConditionDraft, ...]:
+def paused(
+    pause: Pause, target: TargetView | None = None, *, advisory: bool = False
+) -> tuple[ConditionDraft, ...]:
     """A paused scaler (``scaling.pause``): nothing is measured, so ScalingActive is False,
     as the HPA's is when scaling is disabled; Ready stays True, since the pause is on purpose.
 
     With ``target``, the paused-replicas count is on it: reason ``PausedReplicas``, which the
-    next syncs read as "already set once". The messages carry no live figures, so a paused
+    next syncs read as "already set once" (never in advisory mode, which writes nothing, so
+    that leaving advisory mode sets it). The messages carry no live figures, so a paused
     scaler's status is written once and then left alone.
     """
     if pause.replicas is None or target is None:
@@ -251,6 +261,15 @@ def paused(pause: Pause, target: TargetView | None = None) -> tuple[ConditionDra
             f"Paused by the annotation {PAUSED_ANNOTATION}{pause.note}: no metric is read and "
             "nothing is written to the target or its pods until the annotation is removed or "
             'set to "false".',
+        )
+    elif advisory:
+        able = cond(
+            ABLE_TO_SCALE,
+            False,
+            R.PAUSED,
+            f"Paused by the annotation {PAUSED_REPLICAS_ANNOTATION}: advisory mode, so "
+            f"{pause.replicas} replicas are not written to {target.kind} {target.name}; "
+            "nothing is written until the annotation is removed.",
         )
     else:
         able = cond(
@@ -271,3 +290,55 @@ def paused(pause: Pause, target: TargetView | None = None) -> tuple[ConditionDra
 def invalid_pause(message: str) -> tuple[ConditionDraft, ...]:
     """A paused-replicas value that cannot be used: held as paused, reported as a problem."""
     return blocked(R.INVALID_PAUSED_REPLICAS, message, able=True)
+
+
+def rescale_reason(spec: LLMScalerSpec, plan: Plan, rec: Recommendation) -> str:
+    """Why a rescale goes where it goes, for its Event: a violated bound, or the signal."""
+    if plan.current > spec.max_replicas and plan.replicas == spec.max_replicas:
+        return f"above maxReplicas ({spec.max_replicas})"
+    if plan.current < spec.min_replicas and plan.replicas == spec.min_replicas:
+        return f"below minReplicas ({spec.min_replicas})"
+    return rec.reason
+
+
+_HELD = {
+    "stabilization": "held by the scale-down stabilization window",
+    "settle": "waiting for the fleet to settle",
+    "step-cap": "step capped",
+    "no-measurement": "no usable signal",
+}
+
+
+def advice(target: TargetView, plan: Plan) -> ConditionDraft:
+    """The Advisory condition: what this sync would have written (``scaling.advisory``).
+    Replica counts only, so a steady advisory scaler's status does not change."""
+    held = f"; {_HELD[plan.held_by]}" if plan.held_by is not None else ""
+    if plan.changes:
+        heading = f", heading to {plan.desired}" if plan.desired != plan.replicas else ""
+        return cond(
+            ADVISORY,
+            True,
+            R.WOULD_RESCALE,
+            f"Would set {target.kind} {target.name} to {plan.replicas} replicas (it has "
+            f"{plan.current}{heading}){held}; advisory mode wrote nothing.",
+        )
+    return cond(
+        ADVISORY,
+        True,
+        R.WOULD_HOLD,
+        f"Would keep {target.kind} {target.name} at {plan.current} replicas{held}.",
+    )
+
+
+def advisory(target: TargetView, plan: Plan) -> tuple[ConditionDraft, ...]:
+    """Advisory mode replaces AbleToScale: not able, by design; the advice beside it."""
+    return (
+        cond(
+            ABLE_TO_SCALE,
+            False,
+            R.ADVISORY,
+            f"Advisory mode: nothing is written to {target.kind} {target.name} or its pods; "
+            "the Advisory condition says what would be.",
+        ),
+        advice(target, plan),
+    )

@@ -3,7 +3,8 @@
 Two controllers writing one spec.replicas make the fleet oscillate, and neither notices. The
 rule is deterministic so every replica of the operator (and every reconcile) agrees without
 coordination: the scaler created first wins, ties broken by name. The others report the
-conflict and write nothing.
+conflict and write nothing. Advisory scalers (``scaling.advisory``) write nothing either, so
+they take no part: they are not checked, and they are not among the rivals a resolver sees.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class Ownership:
 
 
 class ConflictResolver(Protocol):
-    """Decides whether ``scaler`` may write its target, given every scaler of its namespace."""
+    """Decides whether ``scaler`` may write its target, given the other scalers of its
+    namespace that write (advisory ones are already left out)."""
 
     def resolve(
         self, scaler: Mapping[str, Any], others: Iterable[Mapping[str, Any]]

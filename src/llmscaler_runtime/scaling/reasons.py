@@ -50,6 +50,10 @@ class ConditionReason(StrEnum):
     PAUSED = "Paused"
     PAUSED_REPLICAS = "PausedReplicas"
     INVALID_PAUSED_REPLICAS = "InvalidPausedReplicas"
+    # advisory mode (AbleToScale; the Advisory condition)
+    ADVISORY = "Advisory"
+    WOULD_RESCALE = "WouldRescale"
+    WOULD_HOLD = "WouldHold"
 
 
 class EventReason(StrEnum):
@@ -70,3 +74,4 @@ class EventReason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     SYNC_FAILED = "SyncFailed"
     INVALID_PAUSED_REPLICAS = "InvalidPausedReplicas"
+    WOULD_RESCALE = "WouldRescale"

@@ -12,6 +12,7 @@ Order of a sync; each line names the module that does the work:
     pacing: bounds, stabilization, step cap, settle         pacing        (Steps.pacer)
     victim selection (pod-deletion-cost hints)              victims.plan_victims
     server-side apply of spec.replicas                      write         (Steps.writer)
+      (advisory mode: nothing written, the advice reported)  advisory
     conditions and status, written only when changed        conditions, status
 
 Every sync ends in ``Result(requeue_after=...)``: the next tick of the sync-period grid when it
@@ -43,6 +44,7 @@ from llmscaler_runtime.kube.errors import ApiError
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressPolicy
+from llmscaler_runtime.scaling.advisory import advice_changed, history_after
 from llmscaler_runtime.scaling.decision_log import log_decision
 from llmscaler_runtime.scaling.memory import ScalerMemory
 from llmscaler_runtime.scaling.metrics import (
@@ -59,10 +61,16 @@ from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
 from llmscaler_runtime.scaling.resolve import Problem, owned_target, paused, requestable
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
 from llmscaler_runtime.scaling.secrets import SecretHeaderResolver
-from llmscaler_runtime.scaling.status import PREEMPTION, ConditionDraft, build_status, status_patch
+from llmscaler_runtime.scaling.status import (
+    ADVISORY,
+    PREEMPTION,
+    ConditionDraft,
+    build_status,
+    status_patch,
+)
 from llmscaler_runtime.scaling.steps import Steps, default_steps
 from llmscaler_runtime.scaling.types import Measurement, Plan, PodCost, Recommendation, TargetView
-from llmscaler_runtime.scaling.victims import plan_victims
+from llmscaler_runtime.scaling.victims import VictimPlan, plan_victims
 from llmscaler_runtime.scaling.write import WriteResult
 
 __all__ = ["DEFAULT_RETRY_PERIOD", "LLMScalerReconciler"]
@@ -106,6 +114,7 @@ class LLMScalerReconciler:
         address_policy: AddressPolicy | None = None,
         secret_headers: SecretHeaderResolver | None = None,
         metrics: SyncMetrics | None = None,
+        advisory: bool = False,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -119,6 +128,8 @@ class LLMScalerReconciler:
         self.address_policy = address_policy or AddressPolicy()
         self.secret_headers = secret_headers or SecretHeaderResolver(client, clock=self.clock)
         self.metrics: SyncMetrics = metrics or NoopSyncMetrics()
+        # every scaler advisory (the manager's --advisory), whatever its spec.advisory says
+        self.advisory = advisory
 
     @property
     def history(self) -> HistoryStore:
@@ -166,6 +177,7 @@ class LLMScalerReconciler:
         spec = scaler.spec
         retry = Result(requeue_after=float(spec.retry_period_seconds))
         ok = Result(requeue_after=self._next_sync(spec))
+        advisory = self.advisory or spec.advisory  # the pipeline runs; nothing is written
 
         def retrying(reason: SyncReason) -> _Outcome:
             return _Outcome(retry, "retry", reason)
@@ -174,12 +186,10 @@ class LLMScalerReconciler:
         # paused-replicas count, once) is written
         pause = paused(obj, scaler)
         if pause is not None:
-            return self._paused(obj, scaler, pause, ok, retry)
+            return self._paused(obj, scaler, pause, ok, retry, advisory)
 
         # 1. may this scaler write its target, and can the target be read?
-        target = owned_target(
-            obj, scaler, cache=self.cache, client=self.client, conflicts=self.steps.conflicts
-        )
+        target = self._owned_target(obj, scaler, advisory)
         if isinstance(target, Problem):
             return self._stop(obj, scaler, target, retry)
 
@@ -217,33 +227,42 @@ class LLMScalerReconciler:
 
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
-        if plan.changes:
-            failure = self._scale(obj, scaler, target, plan, recommendation, started, asked)
+        if plan.changes:  # advisory: the same victims, logged, and the advice; no write
+            failure = self._scale(
+                obj, scaler, target, plan, recommendation, started, asked, advisory
+            )
             if failure is not None:
                 self.memory.history.put(scaler.uid, plan.history_if_failed)
                 drafts = conditions.failed_rescale(failure)
                 current = target.ready_replicas
                 self._write_status(obj, scaler, drafts, current=current, desired=plan.desired)
                 return retrying(ConditionReason.FAILED_UPDATE_SCALE)
-            scaled = True
-        self.memory.history.put(scaler.uid, plan.history_if_written)
+            scaled = not advisory
+        kept = history_after(plan) if advisory else plan.history_if_written
+        self.memory.history.put(scaler.uid, kept)
+        advised = conditions.advisory(target, plan) if advisory else ()
 
         # 5. status (written only when it changed)
         if recommendation.replicas is None:  # nothing measured: the fleet is held
             self._write_status(
                 obj,
                 scaler,
-                conditions.held_for_signal(spec, target, plan, measurement, recommendation, scaled),
+                (
+                    *conditions.held_for_signal(
+                        spec, target, plan, measurement, recommendation, scaled
+                    ),
+                    *advised,  # advisory: AbleToScale says so, and the advice beside it
+                ),
                 current=target.ready_replicas,
-                desired=plan.desired if scaled else None,
+                desired=plan.desired if plan.changes else None,  # written, or advised
                 scaled=scaled,
             )
             return retrying(conditions.measurement_failure_reason(spec))
         measured = (
-            conditions.able(target, plan, scaled),
+            *(advised or (conditions.able(target, plan, scaled),)),
             conditions.active(spec, measurement),
             conditions.limited(spec, recommendation),
-            conditions.ready(),
+            conditions.ready(advisory=advisory),
         )
         if not self._write_status(
             obj,
@@ -285,6 +304,7 @@ class LLMScalerReconciler:
         pause: Pause | Problem,
         ok: Result,
         retry: Result,
+        advisory: bool,
     ) -> _Outcome:
         """A paused scaler (``scaling.pause``). Its pacing history is dropped, so on resume the
         stabilization window starts afresh from the fleet as it then is, as after a restart:
@@ -295,12 +315,10 @@ class LLMScalerReconciler:
         if pause.replicas is None:
             self._write_status(obj, scaler, conditions.paused(pause))
             return _Outcome(ok, "success", ConditionReason.PAUSED)
-        target = owned_target(
-            obj, scaler, cache=self.cache, client=self.client, conflicts=self.steps.conflicts
-        )
+        target = self._owned_target(obj, scaler, advisory)
         if isinstance(target, Problem):
             return self._stop(obj, scaler, target, retry)
-        scaled = not pause.already_set(scaler.status, target.spec_replicas)
+        scaled = not advisory and not pause.already_set(scaler.status, target.spec_replicas)
         if scaled:  # the operator's override, as `kubectl scale`: no victim hints, no query
             written = self._write_replicas(obj, target, pause.replicas, ())
             if isinstance(written, str):
@@ -313,9 +331,74 @@ class LLMScalerReconciler:
                 f"New size: {pause.replicas} (was {target.spec_replicas}); "
                 f"{PAUSED_REPLICAS_ANNOTATION}",
             )
-        drafts = conditions.paused(pause, target)
+        drafts = conditions.paused(pause, target, advisory=advisory)
         self._write_status(obj, scaler, drafts, desired=pause.replicas, scaled=scaled)
         return _Outcome(ok, "success", ConditionReason.PAUSED_REPLICAS)
+
+    def _owned_target(
+        self, obj: dict[str, Any], scaler: LLMScaler, advisory: bool
+    ) -> TargetView | Problem:
+        return owned_target(
+            obj,
+            scaler,
+            cache=self.cache,
+            client=self.client,
+            conflicts=self.steps.conflicts,
+            advisory=advisory,
+        )
+
+    def _victims(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        target: TargetView,
+        plan: Plan,
+        started: float,
+        asked: LLMScaler,
+    ) -> VictimPlan:
+        """The pod-deletion-cost hints of a scale-down (``victims``); a failed cost query is a
+        Warning Event and newest-first is used."""
+        period = float(scaler.spec.sync_period_seconds)
+        victims = plan_victims(
+            scaler,
+            target,
+            plan,
+            client=self.client,
+            selector=self.steps.victims,
+            cost_source=self.steps.cost_source,
+            time_left=lambda: period - (self.clock.monotonic() - started),
+            asked=asked,
+        )
+        if victims.cost_error is not None:
+            self._event(obj, "Warning", EventReason.FAILED_GET_DELETION_COST, victims.cost_error)
+        return victims
+
+    def _advise(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        target: TargetView,
+        plan: Plan,
+        victims: VictimPlan,
+        why: str,
+    ) -> None:
+        """Advisory mode (``scaling.advisory``): what would have been written is logged, and a
+        change of advice is an Event; nothing is written to the target or its pods."""
+        _log.info(
+            "advisory: nothing written",
+            scaler=scaler.key,
+            would_set_replicas=plan.replicas,
+            current=plan.current,
+            would_set_deletion_costs={c.pod: c.cost for c in victims.changes},
+        )
+        if advice_changed(scaler.status, conditions.advice(target, plan)):
+            self._event(
+                obj,
+                "Normal",
+                EventReason.WOULD_RESCALE,
+                f"Would set {target.kind} {target.name} to {plan.replicas} replicas (it has "
+                f"{plan.current}); {why}; advisory mode wrote nothing",
+            )
 
     def _write_replicas(
         self, obj: dict[str, Any], target: TargetView, replicas: int, costs: Sequence[PodCost]
@@ -337,34 +420,22 @@ class LLMScalerReconciler:
         recommendation: Recommendation,
         started: float,
         asked: LLMScaler,
+        advisory: bool,
     ) -> str | None:
         """Victim hints, then the replica write, then events; the failure message or None.
         ``started`` is when the sync began (its budget is one period); ``asked`` is the
-        scaler as the providers see it (its resolved headers)."""
-        spec = scaler.spec
-        victims = plan_victims(
-            scaler,
-            target,
-            plan,
-            client=self.client,
-            selector=self.steps.victims,
-            cost_source=self.steps.cost_source,
-            time_left=lambda: float(spec.sync_period_seconds) - (self.clock.monotonic() - started),
-            asked=asked,
-        )
-        if victims.cost_error is not None:
-            self._event(obj, "Warning", EventReason.FAILED_GET_DELETION_COST, victims.cost_error)
+        scaler as the providers see it (its resolved headers). ``advisory``: the victims are
+        chosen and nothing is written (:meth:`_advise`)."""
+        victims = self._victims(obj, scaler, target, plan, started, asked)
+        why = conditions.rescale_reason(scaler.spec, plan, recommendation)
+        if advisory:
+            self._advise(obj, scaler, target, plan, victims, why)
+            return None
         result = self._write_replicas(obj, target, plan.replicas, victims.changes)
         if isinstance(result, str):
             return result
         for failure in result.cost_failures:
             self._event(obj, "Warning", EventReason.FAILED_SET_DELETION_COST, failure)
-        if plan.current > spec.max_replicas and plan.replicas == spec.max_replicas:
-            why = f"above maxReplicas ({spec.max_replicas})"
-        elif plan.current < spec.min_replicas and plan.replicas == spec.min_replicas:
-            why = f"below minReplicas ({spec.min_replicas})"
-        else:
-            why = recommendation.reason
         self._event(
             obj,
             "Normal",
@@ -420,6 +491,8 @@ class LLMScalerReconciler:
         """The one status write of a sync (skipped when nothing changed); False on failure.
         The Preemption condition rides along with every status this sync writes."""
         drop = () if scaler.spec.preemption is not None else (PREEMPTION,)
+        if not (self.advisory or scaler.spec.advisory):
+            drop = (*drop, ADVISORY)  # the Advisory condition is there exactly while advisory
         new = build_status(
             scaler.status,
             [*drafts, *conditions.preemption(scaler)],

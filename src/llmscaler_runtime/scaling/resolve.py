@@ -24,7 +24,13 @@ from llmscaler_runtime.kube.errors import NotFound
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressNotAllowed, AddressPolicy
-from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, ConflictResolver, target_index
+from llmscaler_runtime.scaling.advisory import writers
+from llmscaler_runtime.scaling.conflicts import (
+    TARGET_INDEX,
+    ConflictResolver,
+    Ownership,
+    target_index,
+)
 from llmscaler_runtime.scaling.memory import ScalerMemory
 from llmscaler_runtime.scaling.pause import InvalidPause, Pause, pause_of
 from llmscaler_runtime.scaling.ports import ScalerCache, ScalerClient
@@ -67,15 +73,16 @@ def paused(obj: dict[str, Any], scaler: LLMScaler) -> Pause | Problem | None:
 
 
 def rivals(cache: ScalerCache, obj: dict[str, Any], scaler: LLMScaler) -> list[dict[str, Any]]:
-    """Scalers that may share this one's target: from the target index when the cache has it
-    (``setup`` registers it), else every scaler of the namespace."""
+    """Scalers that may share this one's target and write it: from the target index when the
+    cache has it (``setup`` registers it), else every scaler of the namespace; advisory ones
+    left out (``scaling.advisory``)."""
     keys = target_index(obj)
     if keys:
         try:
-            return list(cache.by_index(API_VERSION, KIND, TARGET_INDEX, keys[0]))
+            return writers(list(cache.by_index(API_VERSION, KIND, TARGET_INDEX, keys[0])))
         except KeyError:  # a cache wired without the index
             pass
-    return cache.list(API_VERSION, KIND, scaler.namespace)
+    return writers(cache.list(API_VERSION, KIND, scaler.namespace))
 
 
 def owned_target(
@@ -85,10 +92,15 @@ def owned_target(
     cache: ScalerCache,
     client: ScalerClient,
     conflicts: ConflictResolver,
+    advisory: bool = False,
 ) -> TargetView | Problem:
-    """The target, once this scaler is its one writer and it was read and is scalable."""
+    """The target, once this scaler is its one writer and it was read and is scalable.
+
+    Advisory scalers write nothing, so they are outside the one-writer rule both ways: an
+    ``advisory`` scaler is not checked, and advisory rivals are not weighed.
+    """
     ref = scaler.spec.target_ref
-    ownership = conflicts.resolve(obj, rivals(cache, obj, scaler))
+    ownership = Ownership(True) if advisory else conflicts.resolve(obj, rivals(cache, obj, scaler))
     if not ownership.owner:
         message = (
             f"LLMScaler {ownership.other!r} is older and already scales {ref.kind} "

@@ -39,6 +39,7 @@ def setup(
     steps: Steps | None = None,
     address_policy: AddressPolicy | None = None,
     metrics: SyncMetrics | None = None,
+    advisory: bool = False,
 ) -> Controller:
     """Register the LLMScaler controller with ``manager`` and return the Controller.
 
@@ -50,7 +51,8 @@ def setup(
     manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
     default): it is how the one-writer rule is seen in ``managedFields``. Sync outcomes are
     counted in the manager's registry (``llmscaler_scaler_syncs_total``) unless ``metrics``
-    says otherwise.
+    says otherwise. ``advisory`` makes every scaler advisory (``scaling.advisory``): the
+    manager then writes nothing to any target.
     """
     clock = manager.clock  # one clock: the sync grid, the coalescing tick and every budget
     if steps is None:
@@ -65,6 +67,7 @@ def setup(
         leader_check=manager.is_leader,
         address_policy=address_policy,
         metrics=metrics or PrometheusSyncMetrics(manager.registry),
+        advisory=advisory,
     )
     return (
         Builder(manager)

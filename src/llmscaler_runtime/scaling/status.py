@@ -20,6 +20,7 @@ from llmscaler_runtime.scaling.reasons import ConditionReason
 
 __all__ = [
     "ABLE_TO_SCALE",
+    "ADVISORY",
     "PREEMPTION",
     "READY",
     "SCALING_ACTIVE",
@@ -35,7 +36,8 @@ SCALING_ACTIVE = "ScalingActive"
 SCALING_LIMITED = "ScalingLimited"
 READY = "Ready"
 PREEMPTION = "Preemption"
-CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, READY, PREEMPTION)
+ADVISORY = "Advisory"  # present exactly while the scaler is advisory (scaling.advisory)
+CONDITION_ORDER = (ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED, READY, ADVISORY, PREEMPTION)
 
 
 @attrs.frozen

@@ -1,10 +1,15 @@
-"""Pausing by annotation (issue 14, item 3), with the real manager process on each API backend.
+"""Pausing by annotation and advisory mode (issue 14, items 3 and 7), with the real manager
+process on each API backend.
 
 The Custom provider drives exact replica counts. "Nothing was written" is asserted only after
 evidence that the manager kept evaluating: a control scaler in the same manager, on the same
-one-second period, follows a new decision first. A write to the paused target would bump its
-``metadata.generation`` (any spec change does, a status change does not), and a status write
-the scaler's ``resourceVersion``, so those two numbers are the proof.
+one-second period, follows a new decision first, or the decision server has been asked again
+several times. A write to the target would bump its ``metadata.generation`` (any spec change
+does, a status change does not), a status write the scaler's ``resourceVersion``, and a
+victim hint would put a pod-deletion-cost on a pod, so those are the proof.
+
+The first test runs its own manager with ``--advisory`` and must run before the module's
+shared manager starts (file order), since two managers would both act on the same scalers.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
 from llmscaler_runtime.testkit.decision_server import DecisionServer
 from test.integration.e2e.conftest import LLMSCALER, decided_scaler, deployment
 from test.integration.e2e.harness import ManagerProcess, wait_for
@@ -71,6 +77,66 @@ def _until_reason(
     )
 
 
+def _asked(decisions: DecisionServer, service_id: str) -> int:
+    return sum(1 for r in decisions.requests if r.service_id == service_id)
+
+
+def _evaluated_again(decisions: DecisionServer, service_id: str, times: int) -> None:
+    """The scaler asked its decision server ``times`` more times: it kept evaluating."""
+    start = _asked(decisions, service_id)
+    wait_for(
+        lambda: _asked(decisions, service_id) >= start + times,
+        timeout=20,
+        what=f"{times} more evaluations of {service_id}",
+    )
+
+
+def _events(kube: Any, ns: str, name: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in kube.list("v1", "Event", ns)["items"]
+        if e.get("involvedObject", {}).get("name") == name and e.get("reason") == reason
+    ]
+
+
+def _advice(kube: Any, ns: str, name: str) -> str:
+    for c in _scaler(kube, ns, name).get("status", {}).get("conditions") or []:
+        if c.get("type") == "Advisory":
+            return f"{c['reason']}: {c['message']}"
+    return ""
+
+
+def _until_advice(kube: Any, ns: str, name: str, text: str, manager: ManagerProcess) -> None:
+    wait_for(
+        lambda: text in _advice(kube, ns, name),
+        timeout=30,
+        what=f"the advice {text!r}",
+        diagnostics=manager.logs,
+    )
+
+
+def test_the_advisory_flag_makes_the_manager_write_nothing(
+    kube: Any, namespace: str, kubeconfig_path: str, decisions: DecisionServer
+) -> None:
+    ns, sid = namespace, f"{namespace}-flagged"
+    _deploy(kube, ns, "flagged", 1)
+    kube.create(decided_scaler(decisions, "flagged", ns, "flagged", 3, service_id=sid))
+    proc = ManagerProcess(kubeconfig_path, "--advisory", "--watch-namespace", ns).start()
+    try:
+        proc.wait_ready(timeout=60)
+        advice = "WouldRescale: Would set Deployment flagged to 3 replicas (it has 1)"
+        _until_advice(kube, ns, "flagged", advice, proc)
+        assert _scaler(kube, ns, "flagged")["status"]["desiredReplicas"] == 3
+        assert _reason(kube, ns, "flagged", "AbleToScale") == "Advisory"
+        generation = _dep(kube, ns, "flagged")["metadata"]["generation"]
+        _evaluated_again(decisions, sid, 3)
+        assert _replicas(kube, ns, "flagged") == 1
+        assert _dep(kube, ns, "flagged")["metadata"]["generation"] == generation
+        assert _events(kube, ns, "flagged", "WouldRescale")
+    finally:
+        assert proc.stop() == 0, proc.logs()
+
+
 def test_pause_holds_paused_replicas_sets_once_and_unpause_resumes(
     kube: Any, namespace: str, manager: ManagerProcess, decisions: DecisionServer
 ) -> None:
@@ -124,3 +190,36 @@ def test_pause_holds_paused_replicas_sets_once_and_unpause_resumes(
     _annotate(kube, ns, "paused", **{PAUSED: None, PAUSED_REPLICAS: None})
     _until(kube, ns, "paused", 2, manager, "scaling to resume after the annotations go")
     _until_reason(kube, ns, "paused", "Ready", "Scaling", manager)
+
+
+def test_an_advisory_scaler_beside_a_real_writer_writes_nothing_and_reports(
+    kube: Any, namespace: str, manager: ManagerProcess, decisions: DecisionServer
+) -> None:
+    """The advisory scaler is created first, so it is the older one (or wins the tie on name):
+    were it weighed by the one-writer rule, the real scaler would be blocked."""
+    ns, app = namespace, "shared"
+    _deploy(kube, ns, app, 4)
+    advisor = decided_scaler(decisions, "advisor", ns, app, 2, service_id=f"{ns}-advisor")
+    advisor["spec"]["advisory"] = True
+    kube.create(advisor)
+    kube.create(decided_scaler(decisions, "incumbent", ns, app, 5, service_id=f"{ns}-incumbent"))
+
+    _until(kube, ns, app, 5, manager, "the real scaler to scale to 5, not blocked")
+    advice = "WouldRescale: Would set Deployment shared to 2 replicas (it has 5)"
+    _until_advice(kube, ns, "advisor", advice, manager)
+    assert _scaler(kube, ns, "advisor")["status"]["desiredReplicas"] == 2
+    assert _reason(kube, ns, "advisor", "AbleToScale") == "Advisory"
+    assert _reason(kube, ns, "advisor", "Ready") == "Scaling"
+    assert _reason(kube, ns, "incumbent", "Ready") == "Scaling"
+    generation = _dep(kube, ns, app)["metadata"]["generation"]
+    scaler_rv = _scaler(kube, ns, "advisor")["metadata"]["resourceVersion"]
+    _evaluated_again(decisions, f"{ns}-advisor", 3)
+    assert _replicas(kube, ns, app) == 5
+    assert _dep(kube, ns, app)["metadata"]["generation"] == generation
+    assert _scaler(kube, ns, "advisor")["metadata"]["resourceVersion"] == scaler_rv
+    pods = kube.list("v1", "Pod", ns, label_selector=f"app={app}")["items"]
+    assert pods and not [
+        p for p in pods if DELETION_COST_ANNOTATION in (p["metadata"].get("annotations") or {})
+    ], "an advisory scale-down must not leave pod-deletion-cost hints"
+    assert _events(kube, ns, "advisor", "WouldRescale")
+    assert not _events(kube, ns, "advisor", "TargetOwnedByAnotherScaler")

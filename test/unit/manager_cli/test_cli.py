@@ -25,6 +25,11 @@ def test_defaults_follow_the_kubebuilder_scaffold() -> None:
     assert opts.max_concurrent_reconciles >= 1
 
 
+def test_advisory_is_off_unless_asked_for() -> None:
+    assert parse_args([]).advisory is False
+    assert parse_args(["--advisory"]).advisory is True
+
+
 def test_metrics_can_be_disabled_with_zero() -> None:
     assert parse_args(["--metrics-bind-address", "0"]).metrics_bind_address == "0"
 

@@ -84,6 +84,8 @@ def test_setup_registers_a_generation_filtered_llmscaler_controller() -> None:
     assert mgr.cache.indexers == {(API_VERSION, KIND): {TARGET_INDEX}}
     assert controller.reconciler.leader_check == mgr.is_leader
     assert controller.reconciler.clock is mgr.clock  # one clock, shared with the manager
+    assert controller.reconciler.advisory is False
+    assert setup(FakeManager(), advisory=True).reconciler.advisory is True
     informer = mgr.cache.informers[(API_VERSION, KIND)]
     old = scaler_obj()
     status_only = {**old, "status": {"currentReplicas": 3}}

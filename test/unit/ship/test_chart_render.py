@@ -216,6 +216,9 @@ def test_switches(helm: Helm) -> None:
     cli = pytest.importorskip("llmscaler_manager.cli")
     assert cli.parse_args(args).allowed_server_addresses == ("https", "*.svc.cluster.local")
     assert not any(a.startswith("--allowed") for a in _container(helm.render(CHART))["args"])
+    assert "--advisory" not in _container(helm.render(CHART))["args"]
+    advisory = _container(helm.render(CHART, sets=["manager.args.advisory=true"]))["args"]
+    assert "--advisory" in advisory and cli.parse_args(advisory).advisory is True
     single = helm.render(CHART, sets=["leaderElection.enabled=false,manager.replicaCount=1"])
     assert "--leader-elect" not in _container(single)["args"] and "Role" not in _kinds(single)
     assert _one(single, "Deployment")["spec"]["replicas"] == 1

@@ -566,6 +566,17 @@ class LLMScalerSpec:
             minimum=1,
         ),
     )
+    advisory: bool = attrs.field(
+        default=False,
+        metadata=schema(
+            "Advisory mode: the whole pipeline runs (metrics, recommendation, pacing, victim "
+            "choice) and status.desiredReplicas, the Advisory condition and a WouldRescale "
+            "Event say what the scaler would write, but nothing is written to the target or "
+            "its pods. An advisory scaler is left out of the one-writer rule, so it can run "
+            "beside an HPA, a KEDA ScaledObject or another LLMScaler on the same workload to "
+            "trial a policy. The manager's --advisory flag makes every scaler advisory."
+        ),
+    )
     scale_down: ScaleDown = attrs.field(
         factory=ScaleDown,
         metadata=schema(
@@ -668,7 +679,8 @@ class LLMScalerStatus:
         default=None,
         metadata=schema(
             "Last recommendation after clamping to the bounds and scale-down stabilization, "
-            "before the maxStepReplicas cap: the destination of a stepped scale-down.",
+            "before the maxStepReplicas cap: the destination of a stepped scale-down. In "
+            "advisory mode, where the scaler would send the fleet from its actual size.",
             format=_INT32,
             minimum=0,
         ),
@@ -678,7 +690,8 @@ class LLMScalerStatus:
         converter=_freeze_tuple,
         metadata=schema(
             "Current state: AbleToScale, ScalingActive, ScalingLimited and Ready, each with a "
-            "reason and a message.",
+            "reason and a message (plus Advisory in advisory mode, and Preemption while "
+            "spec.preemption is set).",
             extra=(("x-kubernetes-list-map-keys", ["type"]), ("x-kubernetes-list-type", "map")),
         ),
     )
