@@ -211,6 +211,13 @@ def test_an_advisory_scaler_beside_a_real_writer_writes_nothing_and_reports(
     assert _reason(kube, ns, "advisor", "AbleToScale") == "Advisory"
     assert _reason(kube, ns, "advisor", "Ready") == "Scaling"
     assert _reason(kube, ns, "incumbent", "Ready") == "Scaling"
+    # the fifth pod's start changes currentReplicas (a legitimate status write): let it settle
+    wait_for(
+        lambda: _scaler(kube, ns, "advisor")["status"].get("currentReplicas") == 5,
+        timeout=30,
+        what="the advisor to report the 5 ready replicas",
+        diagnostics=manager.logs,
+    )
     generation = _dep(kube, ns, app)["metadata"]["generation"]
     scaler_rv = _scaler(kube, ns, "advisor")["metadata"]["resourceVersion"]
     _evaluated_again(decisions, f"{ns}-advisor", 3)
