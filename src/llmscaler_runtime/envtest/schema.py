@@ -389,22 +389,40 @@ def _validate(
                 _validate(sub, value, o, _join(path, name), errs, cel)
     rules = s.get("x-kubernetes-validations")
     if rules:
-        _run_cel(rules, v, old, path, cel)
+        _run_cel(rules, v, old, path, cel, str(want or "object"))
 
 
 def _cel_error(exc: Exception) -> str:
-    """Word a CEL runtime error like cel-go does (``no such key: x``)."""
+    """Word a CEL runtime error like cel-go does (``no such key: x``, ``unknown time zone x``,
+    Go's ``is a directory`` for a zone name that is a directory of the zone database)."""
     first = exc.args[0] if exc.args else exc
     text = str(first)
     m = re.search(r"no such member in mapping: '([^']*)'", text)
     if m:
         return f"no such key: {m.group(1)}"
+    # celpy wraps the zoneinfo failure of timestamp.getHours(zone) and friends; cel-go
+    # reports Go's time.LoadLocation error
+    m = re.search(r"Unparsable timezone: StringType\('([^']*)'\)", str(exc.args))
+    if m is None:
+        m = re.search(r"ZoneInfo keys must [^,]*, got: ([^'\"]*)", str(exc.args))
+    if m:
+        return f"unknown time zone {m.group(1)}"
+    if isinstance(exc, IsADirectoryError):  # a zone database directory, such as Europe
+        return "is a directory"
     return text
 
 
 def _run_cel(
-    rules: list[dict[str, Any]], v: Any, old: Any, path: str, out: list[FieldError]
+    rules: list[dict[str, Any]],
+    v: Any,
+    old: Any,
+    path: str,
+    out: list[FieldError],
+    type_name: str = "object",
 ) -> None:
+    """Evaluate ``rules`` on ``v``. A rule that fails at runtime (an error rather than false)
+    is reported as kube-apiserver does: the schema's type as the value and "<error>
+    evaluating rule: <message, or the rule when it has none>"."""
     for rule in rules:
         text = rule.get("rule", "")
         transition = "oldSelf" in text
@@ -423,11 +441,9 @@ def _run_cel(
         except Exception as exc:  # CEL runtime errors are reported, never crash the server
             result = exc
         if isinstance(result, Exception):
-            out.append(
-                FieldError(
-                    "FieldValueInvalid", path, f"{_cel_error(result)} evaluating rule: {text}", v
-                )
-            )
+            shown = (rule.get("message") or text).strip()
+            detail = f"{_cel_error(result)} evaluating rule: {shown}"
+            out.append(FieldError("FieldValueInvalid", path, detail, type_name))
             continue
         if result is True or (not isinstance(result, bool) and bool(result)):
             continue

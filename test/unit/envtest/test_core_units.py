@@ -181,6 +181,39 @@ def test_schema_defaults_prune_validate() -> None:
     ]
 
 
+def test_cel_runtime_errors_are_worded_as_kube_apiserver_words_them() -> None:
+    """A rule that errors rather than returns false reports the schema's type as the value and
+    "<error> evaluating rule: <message>", as kube-apiserver v1.36 does; a zone celpy cannot
+    load reads as cel-go's "unknown time zone"."""
+    zone = {
+        "type": "string",
+        "x-kubernetes-validations": [
+            {
+                "rule": "timestamp('2000-01-01T00:00:00Z').getHours(self) >= 0",
+                "message": "must be an IANA time zone",
+            }
+        ],
+    }
+    bare = {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() == int(self)"}]}
+    s = {"type": "object", "properties": {"tz": zone, "bare": bare}}
+    assert schema.validate(s, {"tz": "Europe/Paris"}) == []
+    assert [str(e) for e in schema.validate(s, {"tz": "Mars/Olympus"})] == [
+        'tz: Invalid value: "string": unknown time zone Mars/Olympus evaluating rule: '
+        "must be an IANA time zone"
+    ]
+    assert [str(e) for e in schema.validate(s, {"tz": "../etc/passwd"})] == [
+        'tz: Invalid value: "string": unknown time zone ../etc/passwd evaluating rule: '
+        "must be an IANA time zone"
+    ]
+    assert [str(e) for e in schema.validate(s, {"tz": "Europe"})] == [
+        'tz: Invalid value: "string": is a directory evaluating rule: must be an IANA time zone'
+    ]
+    # without a message, the rule itself is quoted
+    (error,) = schema.validate(s, {"bare": "x"})
+    assert str(error).startswith('bare: Invalid value: "string": ')
+    assert str(error).endswith("evaluating rule: self.size() == int(self)")
+
+
 def test_storage_listeners_in_commit_order() -> None:
     """Listeners get every committed change, in commit order, off the writer's thread."""
     st = Storage()
