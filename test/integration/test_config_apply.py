@@ -177,6 +177,26 @@ _SECRET_KEY = {"name": "auth", "key": "token"}
             {"serverHeaders": {"A": "x"}, "serverHeadersFrom": [{"name": "A", "value": "two"}]},
             "a header must not be named in both serverHeaders and serverHeadersFrom",
         ),
+        (
+            "fallback-above-max",
+            {"fallback": {"failureThreshold": 3, "replicas": 4}},
+            "spec.fallback.replicas: Invalid value: fallback.replicas must lie within",
+        ),
+        (
+            "fallback-below-min",
+            {"fallback": {"failureThreshold": 3, "replicas": 0}},
+            "fallback.replicas must lie within [minReplicas, maxReplicas]",
+        ),
+        (
+            "fallback-threshold-zero",
+            {"fallback": {"failureThreshold": 0, "replicas": 2}},
+            "spec.fallback.failureThreshold in body should be greater than or equal to 1",
+        ),
+        (
+            "fallback-unknown-behavior",
+            {"fallback": {"failureThreshold": 1, "replicas": 2, "behavior": "CurrentReplicas"}},
+            'supported values: "Static", "CurrentReplicasIfHigher"',
+        ),
     ],
 )
 def test_cel_rules_reject_bad_scalers(

@@ -35,6 +35,9 @@ __all__ = [
     "blocked",
     "cond",
     "failed_rescale",
+    "fallback_active",
+    "fallback_ended_message",
+    "fallback_started_message",
     "held_for_signal",
     "holding",
     "invalid_pause",
@@ -127,6 +130,46 @@ def held_for_signal(
         ),
         cond(READY, False, reason, f"The last sync could not measure: {detail}"),
     )
+
+
+def _fallback_text(spec: LLMScalerSpec) -> str:
+    fallback = spec.fallback
+    assert fallback is not None, "only called while a fallback applies"
+    return (
+        f"the signal failed more than failureThreshold ({fallback.failure_threshold}) "
+        f"evaluations in a row, so the fallback of {fallback.replicas} replicas "
+        f"({fallback.behavior}) applies until an evaluation measures something"
+    )
+
+
+def fallback_active(
+    spec: LLMScalerSpec, measurement: Measurement, able_now: ConditionDraft
+) -> tuple[ConditionDraft, ...]:
+    """The signal has failed too often in a row: ``spec.fallback`` drives the fleet;
+    ``able_now`` is this sync's AbleToScale (:func:`able`), as after any recommendation.
+
+    The messages carry no failure count, so a fallback that goes on writes no status."""
+    detail = "; ".join(measurement.errors) or "nothing could be measured"
+    why = _fallback_text(spec)
+    return (
+        able_now,
+        cond(SCALING_ACTIVE, False, R.FALLBACK_ACTIVE, f"Scaling on the fallback: {why}."),
+        cond(READY, False, R.FALLBACK_ACTIVE, f"The last sync could not measure: {detail}"),
+    )
+
+
+def fallback_started_message(spec: LLMScalerSpec, target: TargetView, replicas: int) -> str:
+    """The Warning Event's message when a fallback starts."""
+    return (
+        f"Fallback active: {_fallback_text(spec)}; {target.kind} {target.name} heads to "
+        f"{replicas} replicas (it has {target.spec_replicas})."
+    )
+
+
+def fallback_ended_message(failures: int) -> str:
+    """The Event's message when an evaluation measures again after a fallback."""
+    runs = f" after {failures} failed evaluations in a row" if failures else ""
+    return f"Fallback ended: the signal can be read again{runs}; scaling follows it."
 
 
 def able(target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:

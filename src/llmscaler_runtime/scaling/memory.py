@@ -11,7 +11,10 @@ name starts clean:
   headers, rebuilt only when the spec or a header value changed (so the providers' coalescing,
   which compares scalers, keeps working);
 - the **pacing history** (``pacing.HistoryStore``): recent recommendations for the
-  stabilization window and the step-walk state.
+  stabilization window and the step-walk state;
+- the **failure count** (``fallback.FailureCounter``): consecutive evaluations that measured
+  nothing, which decides when ``spec.fallback`` applies. Kept here rather than in the status
+  so counting costs no write; a restart starts it from zero (see ``scaling.fallback``).
 
 Workers of one controller reconcile different scalers at once, so the maps are guarded by one
 lock; a scaler is never reconciled by two workers at the same time (the workqueue's rule).
@@ -26,6 +29,7 @@ from typing import Any
 import attrs
 
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerStatus
+from llmscaler_runtime.scaling.fallback import FailureCounter
 from llmscaler_runtime.scaling.pacing import HistoryStore
 
 __all__ = ["ScalerMemory"]
@@ -36,6 +40,7 @@ class ScalerMemory:
 
     def __init__(self, history: HistoryStore | None = None) -> None:
         self.history = history or HistoryStore()
+        self.failures = FailureCounter()
         self._lock = threading.Lock()
         # "namespace/name" -> uid: tells a deleted scaler's uid, and a re-creation
         self._uids: dict[str, str] = {}
@@ -62,8 +67,10 @@ class ScalerMemory:
         return True
 
     def forget(self, uid: str) -> None:
-        """Drop everything kept for a scaler: its pacing history, parse and headers."""
+        """Drop everything kept for a scaler: its pacing history, failure count, parse and
+        headers."""
         self.history.forget(uid)
+        self.failures.forget(uid)
         with self._lock:
             self._parsed.pop(uid, None)
             self._effective.pop(uid, None)

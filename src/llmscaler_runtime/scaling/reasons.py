@@ -37,6 +37,7 @@ class ConditionReason(StrEnum):
     SECRET_FORBIDDEN = "SecretForbidden"
     FAILED_GET_SECRET = "FailedGetSecret"
     INVALID_SPEC = "InvalidSpec"
+    FALLBACK_ACTIVE = "FallbackActive"
     # ScalingLimited
     TOO_MANY_REPLICAS = "TooManyReplicas"
     TOO_FEW_REPLICAS = "TooFewReplicas"
@@ -75,3 +76,5 @@ class EventReason(StrEnum):
     SYNC_FAILED = "SyncFailed"
     INVALID_PAUSED_REPLICAS = "InvalidPausedReplicas"
     WOULD_RESCALE = "WouldRescale"
+    FALLBACK_ACTIVE = "FallbackActive"
+    FALLBACK_ENDED = "FallbackEnded"

@@ -9,6 +9,7 @@ Order of a sync; each line names the module that does the work:
     rollout guard                                           guards        (Steps.guard)
     metric fetch                                            providers     (Steps.fetcher)
     recommendation                                          recommend     (Steps.recommender)
+    nothing measured too often in a row: the fallback       fallback
     pacing: bounds, stabilization, step cap, settle         pacing        (Steps.pacer)
     victim selection (pod-deletion-cost hints)              victims.plan_victims
     server-side apply of spec.replicas                      write         (Steps.writer)
@@ -46,6 +47,7 @@ from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.advisory import advice_changed, history_after
 from llmscaler_runtime.scaling.decision_log import log_decision
+from llmscaler_runtime.scaling.fallback import fallback_recommendation
 from llmscaler_runtime.scaling.memory import ScalerMemory
 from llmscaler_runtime.scaling.metrics import (
     FAILED_UPDATE_STATUS,
@@ -64,6 +66,7 @@ from llmscaler_runtime.scaling.secrets import SecretHeaderResolver
 from llmscaler_runtime.scaling.status import (
     ADVISORY,
     PREEMPTION,
+    SCALING_ACTIVE,
     ConditionDraft,
     build_status,
     status_patch,
@@ -86,6 +89,12 @@ def _retry_period(obj: Mapping[str, Any]) -> float:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return float(value)
     return DEFAULT_RETRY_PERIOD
+
+
+def _reason(scaler: LLMScaler, type_: str) -> str | None:
+    """The reason of the scaler's ``type_`` condition as the server holds it, if any."""
+    found = scaler.status.condition(type_)
+    return found.reason if found is not None else None
 
 
 @attrs.frozen
@@ -221,16 +230,16 @@ class LLMScalerReconciler:
         measurement = self.steps.fetcher.fetch(asked, float(spec.sync_period_seconds))
         self._report_measurement_errors(obj, scaler, measurement)
         recommendation = self.steps.recommender.recommend(spec, target, measurement)
+        fallback = self._fallback(obj, scaler, spec, target, recommendation)
+        paced = fallback or recommendation  # what pacing and the write act on
         history = self.memory.history.get(scaler.uid)
-        plan = self.steps.pacer.pace(history, spec, target, recommendation, started)
-        log_decision(scaler, target, measurement, recommendation, plan)
+        plan = self.steps.pacer.pace(history, spec, target, paced, started)
+        log_decision(scaler, target, measurement, paced, plan)
 
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
         if plan.changes:  # advisory: the same victims, logged, and the advice; no write
-            failure = self._scale(
-                obj, scaler, target, plan, recommendation, started, asked, advisory
-            )
+            failure = self._scale(obj, scaler, target, plan, paced, started, asked, advisory)
             if failure is not None:
                 self.memory.history.put(scaler.uid, plan.history_if_failed)
                 drafts = conditions.failed_rescale(failure)
@@ -243,6 +252,21 @@ class LLMScalerReconciler:
         advised = conditions.advisory(target, plan) if advisory else ()
 
         # 5. status (written only when it changed)
+        if fallback is not None:  # nothing measured too often: spec.fallback drives the fleet
+            self._write_status(
+                obj,
+                scaler,
+                (
+                    *conditions.fallback_active(
+                        spec, measurement, (advised or (conditions.able(target, plan, scaled),))[0]
+                    ),
+                    *advised[1:],  # advisory: the advice beside the fallback's conditions
+                ),
+                current=target.ready_replicas,
+                desired=plan.desired,
+                scaled=scaled,
+            )
+            return retrying(ConditionReason.FALLBACK_ACTIVE)
         if recommendation.replicas is None:  # nothing measured: the fleet is held
             self._write_status(
                 obj,
@@ -274,6 +298,32 @@ class LLMScalerReconciler:
         ):
             return retrying(FAILED_UPDATE_STATUS)
         return _Outcome(ok, "success", ConditionReason.SCALING)
+
+    def _fallback(
+        self,
+        obj: dict[str, Any],
+        scaler: LLMScaler,
+        spec: LLMScalerSpec,
+        target: TargetView,
+        recommendation: Recommendation,
+    ) -> Recommendation | None:
+        """Count this evaluation in the run of failures; the fallback's recommendation when it
+        applies (``scaling.fallback``). The Events mark where a fallback starts and ends; the
+        status says whether one was on, so a restart in between neither repeats nor loses
+        them."""
+        was_on = _reason(scaler, SCALING_ACTIVE) == ConditionReason.FALLBACK_ACTIVE
+        if recommendation.replicas is not None:
+            failures = self.memory.failures.succeeded(scaler.uid)
+            if was_on:
+                message = conditions.fallback_ended_message(failures)
+                self._event(obj, "Normal", EventReason.FALLBACK_ENDED, message)
+            return None
+        failures = self.memory.failures.failed(scaler.uid)
+        fallback = fallback_recommendation(spec, target, recommendation.baseline, failures)
+        if fallback is not None and fallback.replicas is not None and not was_on:
+            message = conditions.fallback_started_message(spec, target, fallback.replicas)
+            self._event(obj, "Warning", EventReason.FALLBACK_ACTIVE, message)
+        return fallback
 
     def _next_sync(self, spec: LLMScalerSpec) -> float:
         """Delay to the next evaluation: the scaler's next tick (``scaling.schedule``), or a

@@ -163,7 +163,7 @@ def _rules_by_path() -> dict[str, list[dict[str, Any]]]:
 def test_cel_rules_compile_and_sit_where_expected() -> None:
     rules = _rules_by_path()
     assert sorted(rules) == [".spec", ".spec.metrics[].target", ".spec.serverHeadersFrom[]"]
-    assert len(rules[".spec"]) == 4
+    assert len(rules[".spec"]) == 5
     for entries in rules.values():
         for entry in entries:
             _ENV.compile(entry["rule"])
@@ -265,6 +265,10 @@ SPECS = {
         _spec(serverHeaders={"X-A": "1"}, serverHeadersFrom=[{"name": "X-A", "value": "2"}]),
         False,
     ),
+    "fallback-at-min": (_spec(fallback={"failureThreshold": 1, "replicas": 1}), True),
+    "fallback-at-max": (_spec(fallback={"failureThreshold": 3, "replicas": 3}), True),
+    "fallback-below-min": (_spec(fallback={"failureThreshold": 3, "replicas": 0}), False),
+    "fallback-above-max": (_spec(fallback={"failureThreshold": 3, "replicas": 4}), False),
 }
 
 _REF = {"secretKeyRef": {"name": "auth", "key": "token"}}

@@ -66,6 +66,13 @@ class ScaleDownBehavior(StrEnum):
     NONE = "None"
 
 
+class FallbackBehavior(StrEnum):
+    """How the fallback count relates to the current one (KEDA's ``fallback.behavior``)."""
+
+    STATIC = "Static"
+    CURRENT_REPLICAS_IF_HIGHER = "CurrentReplicasIfHigher"
+
+
 def parse_target(text: str, *, path: str = "spec.metrics[].target") -> float:
     """Parse a metric target strictly: a finite number greater than zero, written plainly.
 
@@ -239,6 +246,28 @@ HEADERS_FROM_RULE = Rule(
     # FieldValueInvalid (the default), not FieldValueDuplicate: kube-apiserver reports a
     # duplicate as "Duplicate value" and drops the message that says what to fix
     field_path=".serverHeadersFrom",
+)
+
+
+def _check_fallback_range(obj: Mapping[str, Any]) -> str | None:
+    fallback, lo, hi = obj.get("fallback"), obj.get("minReplicas"), obj.get("maxReplicas")
+    replicas = fallback.get("replicas") if isinstance(fallback, Mapping) else None
+    if is_int(replicas) and is_int(lo) and is_int(hi) and not lo <= replicas <= hi:
+        return (
+            f"{FALLBACK_RANGE_RULE.message} (fallback.replicas {shown(replicas)} is outside "
+            f"[{shown(lo)}, {shown(hi)}])"
+        )
+    return None
+
+
+FALLBACK_RANGE_RULE = Rule(
+    rule=(
+        "!has(self.fallback) || "
+        "(self.fallback.replicas >= self.minReplicas && self.fallback.replicas <= self.maxReplicas)"
+    ),
+    message="fallback.replicas must lie within [minReplicas, maxReplicas]",
+    check=_check_fallback_range,
+    field_path=".fallback.replicas",
 )
 
 
@@ -452,6 +481,45 @@ class ScaleDown:
 
 
 @api_type(
+    "What to do when the scaling signal cannot be read for several evaluations in a row "
+    "(KEDA's ScaledObject fallback). Without it a scaler holds its replica count for as "
+    "long as the signal is missing."
+)
+@attrs.frozen
+class Fallback:
+    """A replica count to go to once the signal has failed ``failure_threshold`` times in a row."""
+
+    failure_threshold: int = attrs.field(
+        metadata=schema(
+            "Consecutive evaluations that measured nothing (every metric skipped, or no usable "
+            "decision) before the fallback applies: with 3, the fourth failure in a row scales "
+            "to the fallback count, as KEDA counts. The first evaluation that measures "
+            "something ends the fallback. The count lives in the manager's memory, so a "
+            "restart or a new leader starts it again from zero.",
+            format=_INT32,
+            minimum=1,
+        )
+    )
+    replicas: int = attrs.field(
+        metadata=schema(
+            "Replica count while the fallback applies; must lie within [minReplicas, "
+            "maxReplicas]. It goes through the same pacing as any recommendation: scale-up at "
+            "once, scale-down after the stabilization window and in steps of maxStepReplicas.",
+            format=_INT32,
+            minimum=0,
+        )
+    )
+    behavior: FallbackBehavior = attrs.field(
+        default=FallbackBehavior.STATIC,
+        metadata=schema(
+            "Static goes to replicas, even when that is fewer than the fleet has now (you "
+            "chose the count a blind fleet should run at). CurrentReplicasIfHigher never "
+            "goes below the current spec.replicas: the higher of the two wins."
+        ),
+    )
+
+
+@api_type(
     "Accepted for compatibility with the original API. The controller does not implement "
     "preemption; setting it has no effect."
 )
@@ -470,7 +538,13 @@ class Preemption:
 @api_type(
     "Desired behaviour of the scaler: the workload to size, where its scaling signal "
     "comes from, the replica bounds and the scale-down damping.",
-    rules=(MIN_MAX_RULE, CUSTOM_PROVIDER_RULE, METRICS_RULE, HEADERS_FROM_RULE),
+    rules=(
+        MIN_MAX_RULE,
+        CUSTOM_PROVIDER_RULE,
+        METRICS_RULE,
+        HEADERS_FROM_RULE,
+        FALLBACK_RANGE_RULE,
+    ),
 )
 @attrs.frozen
 class LLMScalerSpec:
@@ -588,6 +662,14 @@ class LLMScalerSpec:
         default=None,
         metadata=schema(
             "Accepted but not implemented by the controller: setting it has no effect."
+        ),
+    )
+    fallback: Fallback | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Replica count to scale to after the signal has failed failureThreshold "
+            "evaluations in a row (KEDA's fallback). Without it a failing signal holds the "
+            "fleet where it is, and never scales it down."
         ),
     )
 
