@@ -147,6 +147,11 @@ def _bad(name: str, **spec: Any) -> str:
 _SECRET_KEY = {"name": "auth", "key": "token"}
 
 
+def _window(**over: Any) -> dict[str, Any]:
+    base = {"name": "w", "timeZone": "Europe/Paris", "start": "08:00", "end": "18:00"}
+    return {**base, "minReplicas": 2, **over}
+
+
 @pytest.mark.parametrize(
     ("name", "spec", "message"),
     [
@@ -196,6 +201,48 @@ _SECRET_KEY = {"name": "auth", "key": "token"}
             "fallback-unknown-behavior",
             {"fallback": {"failureThreshold": 1, "replicas": 2, "behavior": "CurrentReplicas"}},
             'supported values: "Static", "CurrentReplicasIfHigher"',
+        ),
+        (
+            "schedule-end-before-start",
+            {"schedules": [_window(start="22:00", end="06:00")]},
+            "spec.schedules[0].end: Invalid value: end must be later than start",
+        ),
+        (
+            "schedule-unknown-zone",
+            {"schedules": [_window(timeZone="Mars/Olympus")]},
+            'spec.schedules[0].timeZone: Invalid value: "string": unknown time zone Mars/Olympus '
+            "evaluating rule: timeZone must be an IANA time zone name",
+        ),
+        (
+            "schedule-directory-zone",
+            {"schedules": [_window(timeZone="Europe")]},
+            'spec.schedules[0].timeZone: Invalid value: "string": is a directory evaluating rule: '
+            "timeZone must be an IANA time zone name",
+        ),
+        (
+            "schedule-local-zone",
+            {"schedules": [_window(timeZone="Local")]},
+            'spec.schedules[0].timeZone: Invalid value: "Local": timeZone must be an IANA',
+        ),
+        (
+            "schedule-offset-zone",
+            {"schedules": [_window(timeZone="+05:00")]},
+            "spec.schedules[0].timeZone in body should match",
+        ),
+        (
+            "schedule-without-bounds",
+            {"schedules": [{k: v for k, v in _window().items() if k != "minReplicas"}]},
+            "a schedule must set minReplicas, maxReplicas or both",
+        ),
+        (
+            "schedule-min-above-max",
+            {"schedules": [_window(minReplicas=4)]},
+            "each schedule must keep minReplicas <= maxReplicas",
+        ),
+        (
+            "schedule-unknown-day",
+            {"schedules": [_window(days=["Monday"])]},
+            'spec.schedules[0].days[0]: Unsupported value: "Monday"',
         ),
     ],
 )

@@ -11,6 +11,8 @@ Messages say what happened and what to do about it, as HPA's conditions do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec, MetricProvider
 from llmscaler_runtime.scaling.pause import PAUSED_ANNOTATION, PAUSED_REPLICAS_ANNOTATION, Pause
 from llmscaler_runtime.scaling.reasons import ConditionReason
@@ -224,14 +226,21 @@ def active(spec: LLMScalerSpec, measurement: Measurement) -> ConditionDraft:
     return cond(SCALING_ACTIVE, True, R.VALID_METRIC_FOUND, "Every metric returned a usable value.")
 
 
-def limited(spec: LLMScalerSpec, rec: Recommendation) -> ConditionDraft:
-    """ScalingLimited: whether a bound cut the recommendation, and which."""
+def limited(
+    spec: LLMScalerSpec, rec: Recommendation, schedules: Sequence[str] = ()
+) -> ConditionDraft:
+    """ScalingLimited: whether a bound cut the recommendation, and which. ``spec`` carries the
+    bounds in force; ``schedules`` names the open windows that set them, if any."""
+    opened = ", ".join(repr(name) for name in schedules)
+    where = f" while schedule {opened} is open" if len(schedules) == 1 else ""
+    if len(schedules) > 1:
+        where = f" while schedules {opened} are open"
     if rec.limited == "TooManyReplicas":
         return cond(
             SCALING_LIMITED,
             True,
             R.TOO_MANY_REPLICAS,
-            f"The signal asks for more than maxReplicas ({spec.max_replicas}); raise "
+            f"The signal asks for more than maxReplicas ({spec.max_replicas}){where}; raise "
             "maxReplicas if the fleet is overloaded.",
         )
     if rec.limited == "TooFewReplicas":
@@ -239,14 +248,14 @@ def limited(spec: LLMScalerSpec, rec: Recommendation) -> ConditionDraft:
             SCALING_LIMITED,
             True,
             R.TOO_FEW_REPLICAS,
-            f"The signal asks for fewer than minReplicas ({spec.min_replicas}); lower "
+            f"The signal asks for fewer than minReplicas ({spec.min_replicas}){where}; lower "
             "minReplicas (0 allows scale to zero) if the fleet should shrink further.",
         )
     return cond(
         SCALING_LIMITED,
         False,
         R.DESIRED_WITHIN_RANGE,
-        f"The recommendation is within [{spec.min_replicas}, {spec.max_replicas}].",
+        f"The recommendation is within [{spec.min_replicas}, {spec.max_replicas}]{where}.",
     )
 
 

@@ -8,8 +8,9 @@ not even assembled unless debug is on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
-from llmscaler_runtime.api.v1alpha1 import LLMScaler
+from llmscaler_runtime.api.v1alpha1 import LLMScaler, LLMScalerSpec
 from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
 
@@ -25,9 +26,13 @@ def log_decision(
     measurement: Measurement,
     rec: Recommendation,
     plan: Plan,
+    *,
+    spec: LLMScalerSpec | None = None,
+    schedules: Sequence[str] = (),
 ) -> None:
-    """Log one sync's decision (see the module docstring for the level)."""
-    spec = scaler.spec
+    """Log one sync's decision (see the module docstring for the level). ``spec`` carries the
+    bounds in force when a schedule set them (``schedules``, the open windows)."""
+    spec = spec or scaler.spec
     eventful = plan.changes or plan.held_by is not None or rec.replicas is None
     if not eventful and not _stdlib_log.isEnabledFor(logging.DEBUG):
         return  # the common case at scale; skip assembling a line nobody will see
@@ -56,4 +61,5 @@ def log_decision(
         desired=plan.desired,
         write=plan.replicas if plan.changes else None,
         held_by=plan.held_by,
+        **({"schedules": list(schedules)} if schedules else {}),
     )

@@ -7,6 +7,7 @@ Order of a sync; each line names the module that does the work:
     one-writer check, target lookup                         resolve.owned_target
     serverAddress policy, serverHeadersFrom Secrets         resolve.requestable
     rollout guard                                           guards        (Steps.guard)
+    the bounds in force: the spec's, or an open schedule's  bounds
     metric fetch                                            providers     (Steps.fetcher)
     recommendation                                          recommend     (Steps.recommender)
     nothing measured too often in a row: the fallback       fallback
@@ -46,6 +47,7 @@ from llmscaler_runtime.log import get_logger
 from llmscaler_runtime.scaling import conditions
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.advisory import advice_changed, history_after
+from llmscaler_runtime.scaling.bounds import effective_bounds, with_bounds
 from llmscaler_runtime.scaling.decision_log import log_decision
 from llmscaler_runtime.scaling.fallback import fallback_recommendation
 from llmscaler_runtime.scaling.memory import ScalerMemory
@@ -225,7 +227,10 @@ class LLMScalerReconciler:
             self._write_status(obj, scaler, drafts, current=target.ready_replicas)
             return _Outcome(ok, "success", ConditionReason.ROLLOUT_IN_PROGRESS)
 
-        # 3. measure, recommend, pace: pure steps, no API calls
+        # 3. measure, recommend, pace: pure steps, no API calls. From here on ``spec`` carries
+        # the bounds in force now, a schedule's while one is open (the same object otherwise)
+        bounds = effective_bounds(spec, self.clock.now())
+        spec = with_bounds(spec, bounds)
         started = self.clock.monotonic()  # intervals only: the window and the sync's budget
         measurement = self.steps.fetcher.fetch(asked, float(spec.sync_period_seconds))
         self._report_measurement_errors(obj, scaler, measurement)
@@ -234,12 +239,16 @@ class LLMScalerReconciler:
         paced = fallback or recommendation  # what pacing and the write act on
         history = self.memory.history.get(scaler.uid)
         plan = self.steps.pacer.pace(history, spec, target, paced, started)
-        log_decision(scaler, target, measurement, paced, plan)
+        log_decision(
+            scaler, target, measurement, paced, plan, spec=spec, schedules=bounds.schedules
+        )
 
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes
         scaled = False
         if plan.changes:  # advisory: the same victims, logged, and the advice; no write
-            failure = self._scale(obj, scaler, target, plan, paced, started, asked, advisory)
+            failure = self._scale(
+                obj, scaler, target, plan, paced, started, asked, advisory, spec=spec
+            )
             if failure is not None:
                 self.memory.history.put(scaler.uid, plan.history_if_failed)
                 drafts = conditions.failed_rescale(failure)
@@ -285,7 +294,7 @@ class LLMScalerReconciler:
         measured = (
             *(advised or (conditions.able(target, plan, scaled),)),
             conditions.active(spec, measurement),
-            conditions.limited(spec, recommendation),
+            conditions.limited(spec, recommendation, bounds.schedules),
             conditions.ready(advisory=advisory),
         )
         if not self._write_status(
@@ -471,13 +480,15 @@ class LLMScalerReconciler:
         started: float,
         asked: LLMScaler,
         advisory: bool,
+        *,
+        spec: LLMScalerSpec,
     ) -> str | None:
         """Victim hints, then the replica write, then events; the failure message or None.
         ``started`` is when the sync began (its budget is one period); ``asked`` is the
-        scaler as the providers see it (its resolved headers). ``advisory``: the victims are
-        chosen and nothing is written (:meth:`_advise`)."""
+        scaler as the providers see it (its resolved headers); ``spec`` carries the bounds in
+        force. ``advisory``: the victims are chosen and nothing is written (:meth:`_advise`)."""
         victims = self._victims(obj, scaler, target, plan, started, asked)
-        why = conditions.rescale_reason(scaler.spec, plan, recommendation)
+        why = conditions.rescale_reason(spec, plan, recommendation)
         if advisory:
             self._advise(obj, scaler, target, plan, victims, why)
             return None

@@ -162,8 +162,14 @@ def _rules_by_path() -> dict[str, list[dict[str, Any]]]:
 
 def test_cel_rules_compile_and_sit_where_expected() -> None:
     rules = _rules_by_path()
-    assert sorted(rules) == [".spec", ".spec.metrics[].target", ".spec.serverHeadersFrom[]"]
-    assert len(rules[".spec"]) == 5
+    assert sorted(rules) == [
+        ".spec",
+        ".spec.metrics[].target",
+        ".spec.schedules[]",
+        ".spec.schedules[].timeZone",
+        ".spec.serverHeadersFrom[]",
+    ]
+    assert len(rules[".spec"]) == 6
     for entries in rules.values():
         for entry in entries:
             _ENV.compile(entry["rule"])
@@ -242,6 +248,11 @@ def _spec(**over: Any) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if v is not None}
 
 
+def _window(**over: Any) -> dict[str, Any]:
+    window = {"name": "w", "timeZone": "Europe/Paris", "start": "08:00", "end": "18:00"}
+    return {"minReplicas": 2, **window, **over}
+
+
 SPECS = {
     "ok": (_spec(), True),
     "ok-explicit-prometheus": (_spec(metricProvider="Prometheus"), True),
@@ -269,7 +280,54 @@ SPECS = {
     "fallback-at-max": (_spec(fallback={"failureThreshold": 3, "replicas": 3}), True),
     "fallback-below-min": (_spec(fallback={"failureThreshold": 3, "replicas": 0}), False),
     "fallback-above-max": (_spec(fallback={"failureThreshold": 3, "replicas": 4}), False),
+    "schedule-raises-min-to-max": (_spec(schedules=[_window(minReplicas=3)]), True),
+    "schedule-min-above-spec-max": (_spec(schedules=[_window(minReplicas=4)]), False),
+    "schedule-max-below-spec-min": (_spec(schedules=[_window(maxReplicas=0)]), False),
+    "schedule-both-bounds": (_spec(schedules=[_window(minReplicas=5, maxReplicas=8)]), True),
+    "schedule-min-above-own-max": (_spec(schedules=[_window(minReplicas=3, maxReplicas=2)]), False),
 }
+
+ZONES = {
+    "Europe/Paris": True,
+    "America/Argentina/Buenos_Aires": True,
+    "Etc/GMT+5": True,
+    "UTC": True,
+    "US/Pacific": True,
+    "Mars/Olympus": False,
+    "Europe": False,  # a directory of the zone database, not a zone
+    "europe/paris": False,
+    "Local": False,
+}
+
+
+@pytest.mark.parametrize("zone", sorted(ZONES))
+def test_time_zone_rule_agrees_with_the_parser(zone: str) -> None:
+    """A zone the API server's CEL cannot load errors (which rejects the object, see
+    test_config_apply); one it can load passes. The parser agrees."""
+    (rule,) = _rules_by_path()[".spec.schedules[].timeZone"]
+    try:
+        cel_ok = _cel(rule["rule"], zone)
+    except (CELEvalError, OSError):  # celpy lets zoneinfo's IsADirectoryError through
+        cel_ok = False
+    assert cel_ok == (_rule_for(rule).check(zone) is None) == ZONES[zone]
+
+
+WINDOWS = {
+    "day": (_window(), True),
+    "to-midnight": (_window(start="22:00", end="24:00"), True),
+    "across-midnight": (_window(start="22:00", end="06:00"), False),
+    "empty": (_window(start="08:00", end="08:00"), False),
+    "no-bounds": ({k: v for k, v in _window().items() if k != "minReplicas"}, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_schedule_rules_agree_with_the_parser(name: str) -> None:
+    entry, valid = WINDOWS[name]
+    rules = _rules_by_path()[".spec.schedules[]"]
+    assert all(_cel(r["rule"], entry) for r in rules) == valid
+    assert all(_rule_for(r).check(entry) is None for r in rules) == valid
+
 
 _REF = {"secretKeyRef": {"name": "auth", "key": "token"}}
 HEADER_ENTRIES = {

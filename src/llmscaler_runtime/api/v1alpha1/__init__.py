@@ -32,8 +32,10 @@ from .types import (
     Preemption,
     ScaleDown,
     ScaleDownBehavior,
+    Schedule,
     SecretKeySelector,
     TargetRef,
+    Weekday,
     parse_target,
 )
 
@@ -61,8 +63,10 @@ __all__ = [
     "Preemption",
     "ScaleDown",
     "ScaleDownBehavior",
+    "Schedule",
     "SecretKeySelector",
     "SpecError",
     "TargetRef",
+    "Weekday",
     "parse_target",
 ]

@@ -80,7 +80,9 @@ def _type_schema(hint: Any) -> dict[str, Any]:
     if origin is Mapping:
         return {"type": "object", "additionalProperties": {"type": "string"}}
     if isinstance(hint, type) and issubclass(hint, Enum):
-        return {"type": "string", "enum": [m.value for m in hint]}
+        # the description is the field's, except for a list's items: the enum's own, then
+        schema = {"type": "string", "enum": [m.value for m in hint]}
+        return {"description": hint.__doc__, **schema} if hint.__doc__ else schema
     simple = {str: "string", int: "integer", bool: "boolean"}
     if hint in simple:
         return {"type": simple[hint]}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import zoneinfo
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
@@ -50,6 +51,16 @@ SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 
 _INT32 = "int32"
 _DNS_NAME_MAX = 253
+#: The schema markers of a list whose entries are keyed by their name (a list map).
+_LIST_MAP_BY_NAME = (("x-kubernetes-list-map-keys", ["name"]), ("x-kubernetes-list-type", "map"))
+
+#: A schedule's start: a time of day as HH:MM (24-hour clock, zero-padded).
+TIME_OF_DAY_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+#: A schedule's end: as the start, or 24:00 for the end of the day.
+END_OF_WINDOW_PATTERN = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+#: The shape of an IANA zone name (Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5,
+#: UTC): no numeric offsets such as +05:00, which cel-go accepts but are not zones.
+TIME_ZONE_PATTERN = r"^[A-Za-z][-+_A-Za-z0-9]*(/[-+_A-Za-z0-9]+)*$"
 
 
 class MetricProvider(StrEnum):
@@ -64,6 +75,18 @@ class ScaleDownBehavior(StrEnum):
 
     CACHE_AWARE = "CacheAware"
     NONE = "None"
+
+
+class Weekday(StrEnum):
+    """A day of a schedule's week, in the schedule's own time zone."""
+
+    MON = "Mon"
+    TUE = "Tue"
+    WED = "Wed"
+    THU = "Thu"
+    FRI = "Fri"
+    SAT = "Sat"
+    SUN = "Sun"
 
 
 class FallbackBehavior(StrEnum):
@@ -268,6 +291,91 @@ FALLBACK_RANGE_RULE = Rule(
     message="fallback.replicas must lie within [minReplicas, maxReplicas]",
     check=_check_fallback_range,
     field_path=".fallback.replicas",
+)
+
+
+def _check_time_zone(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    if value == "Local":  # cel-go's name for the server's own zone; never an IANA zone here
+        return TIME_ZONE_RULE.message
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a directory
+        return f"{TIME_ZONE_RULE.message} (unknown time zone {shown(value)})"
+    return None
+
+
+TIME_ZONE_RULE = Rule(
+    # getHours(zone) errors on a zone the API server cannot load; kube-apiserver then reports
+    # "unknown time zone X evaluating rule: <message>"
+    rule="self != 'Local' && timestamp('2000-01-01T00:00:00Z').getHours(self) >= 0",
+    message="timeZone must be an IANA time zone name such as Europe/Paris or America/New_York",
+    check=_check_time_zone,
+)
+
+
+def _check_window(obj: Mapping[str, Any]) -> str | None:
+    start, end = obj.get("start"), obj.get("end")
+    if isinstance(start, str) and isinstance(end, str) and not start < end:
+        return f"{WINDOW_RULE.message} (start {shown(start)}, end {shown(end)})"
+    return None
+
+
+WINDOW_RULE = Rule(
+    # zero-padded HH:MM strings order as the times they name
+    rule="self.start < self.end",
+    message=(
+        "end must be later than start; a window cannot cross midnight, so split one that "
+        "does into two schedules (22:00-24:00 and 00:00-06:00)"
+    ),
+    check=_check_window,
+    field_path=".end",
+)
+
+
+def _check_schedule_sets_bounds(obj: Mapping[str, Any]) -> str | None:
+    if obj.get("minReplicas") is None and obj.get("maxReplicas") is None:
+        return SCHEDULE_BOUNDS_RULE.message
+    return None
+
+
+SCHEDULE_BOUNDS_RULE = Rule(
+    rule="has(self.minReplicas) || has(self.maxReplicas)",
+    message="a schedule must set minReplicas, maxReplicas or both",
+    check=_check_schedule_sets_bounds,
+    reason="FieldValueRequired",
+)
+
+
+def _check_schedule_ranges(obj: Mapping[str, Any]) -> str | None:
+    schedules, lo, hi = obj.get("schedules"), obj.get("minReplicas"), obj.get("maxReplicas")
+    if not isinstance(schedules, list) or not is_int(lo) or not is_int(hi):
+        return None
+    bad = []
+    for item in schedules:
+        if not isinstance(item, Mapping):
+            continue
+        s_lo, s_hi = item.get("minReplicas", lo), item.get("maxReplicas", hi)
+        if is_int(s_lo) and is_int(s_hi) and s_lo > s_hi:
+            bad.append(f"{shown(item.get('name'))}: [{s_lo}, {s_hi}]")
+    if bad:
+        return f"{SCHEDULE_RANGE_RULE.message} ({'; '.join(bad)})"
+    return None
+
+
+SCHEDULE_RANGE_RULE = Rule(
+    rule=(
+        "!has(self.schedules) || self.schedules.all(s, "
+        "(has(s.minReplicas) ? s.minReplicas : self.minReplicas) <= "
+        "(has(s.maxReplicas) ? s.maxReplicas : self.maxReplicas))"
+    ),
+    message=(
+        "each schedule must keep minReplicas <= maxReplicas, with the spec's value standing "
+        "in for a bound the schedule does not set"
+    ),
+    check=_check_schedule_ranges,
+    field_path=".schedules",
 )
 
 
@@ -481,6 +589,80 @@ class ScaleDown:
 
 
 @api_type(
+    "A weekly window in which other replica bounds apply, such as a higher minReplicas "
+    "before the working day starts (AIBrix's spec.schedules, KEDA's cron scaler). While a "
+    "window is open its minReplicas and maxReplicas replace the spec's; where windows "
+    "overlap the highest of each wins, and a minimum above another window's maximum raises "
+    "that maximum.",
+    rules=(WINDOW_RULE, SCHEDULE_BOUNDS_RULE),
+)
+@attrs.frozen
+class Schedule:
+    """Replica bounds that replace the spec's while a weekly time window is open."""
+
+    name: str = attrs.field(
+        metadata=schema(
+            "Name of the window, unique within the scaler; shown in the conditions while the "
+            "window is open.",
+            min_length=1,
+            max_length=63,
+        )
+    )
+    time_zone: str = attrs.field(
+        metadata=schema(
+            "IANA time zone the days, start and end are read in, for example Europe/Paris; "
+            "daylight saving time is followed, so 08:00 stays 08:00 on the wall clock. "
+            "Numeric offsets such as +05:00 are not accepted.",
+            min_length=1,
+            max_length=64,
+            pattern=TIME_ZONE_PATTERN,
+            rules=(TIME_ZONE_RULE,),
+        )
+    )
+    start: str = attrs.field(
+        metadata=schema(
+            "Time of day the window opens, HH:MM on a 24-hour clock (inclusive).",
+            pattern=TIME_OF_DAY_PATTERN,
+            max_length=5,
+        )
+    )
+    end: str = attrs.field(
+        metadata=schema(
+            "Time of day the window closes, HH:MM (exclusive); 24:00 is the end of the day. "
+            "Must be later than start: a window does not cross midnight.",
+            pattern=END_OF_WINDOW_PATTERN,
+            max_length=5,
+        )
+    )
+    days: tuple[Weekday, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            "Days the window opens on (Mon, Tue, Wed, Thu, Fri, Sat, Sun), in its time zone; "
+            "empty or absent means every day.",
+            max_items=7,
+        ),
+    )
+    min_replicas: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Lower bound while the window is open, instead of spec.minReplicas. Raising it "
+            "ahead of a daily peak has the capacity warm when the traffic arrives.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    max_replicas: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Upper bound while the window is open, instead of spec.maxReplicas.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+
+
+@api_type(
     "What to do when the scaling signal cannot be read for several evaluations in a row "
     "(KEDA's ScaledObject fallback). Without it a scaler holds its replica count for as "
     "long as the signal is missing."
@@ -544,6 +726,7 @@ class Preemption:
         METRICS_RULE,
         HEADERS_FROM_RULE,
         FALLBACK_RANGE_RULE,
+        SCHEDULE_RANGE_RULE,
     ),
 )
 @attrs.frozen
@@ -611,7 +794,7 @@ class LLMScalerSpec:
             "holds the fleet and is reported in the conditions; names must not repeat "
             "serverHeaders.",
             max_items=16,
-            extra=(("x-kubernetes-list-map-keys", ["name"]), ("x-kubernetes-list-type", "map")),
+            extra=_LIST_MAP_BY_NAME,
         ),
     )
     metrics: tuple[MetricSpec, ...] = attrs.field(
@@ -670,6 +853,18 @@ class LLMScalerSpec:
             "Replica count to scale to after the signal has failed failureThreshold "
             "evaluations in a row (KEDA's fallback). Without it a failing signal holds the "
             "fleet where it is, and never scales it down."
+        ),
+    )
+    schedules: tuple[Schedule, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            "Weekly windows whose minReplicas/maxReplicas replace the spec's while they are "
+            "open, evaluated at every sync on the manager's wall clock: a window's edge "
+            "takes effect within one syncPeriodSeconds. Overlapping windows: the highest "
+            "minimum and the highest maximum win.",
+            max_items=16,
+            extra=_LIST_MAP_BY_NAME,
         ),
     )
 
