@@ -269,6 +269,7 @@ def test_kubectl_shows_printer_columns_and_explains_fields(env: Any) -> None:
         "MAXREPLICAS",
         "CURRENTREPLICAS",
         "DESIREDREPLICAS",
+        "LASTSCALE",
         "AGE",
     ]
     row = next(line.split() for line in table.splitlines() if line.startswith("llmscaler-sample"))

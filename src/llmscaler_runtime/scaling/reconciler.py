@@ -15,7 +15,7 @@ Order of a sync; each line names the module that does the work:
     victim selection (pod-deletion-cost hints)              victims.plan_victims
     server-side apply of spec.replicas                      write         (Steps.writer)
       (advisory mode: nothing written, the advice reported)  advisory
-    conditions and status, written only when changed        conditions, status
+    conditions and status, written only when changed        conditions, status, record
 
 Every sync ends in ``Result(requeue_after=...)``: the next tick of the sync-period grid when it
 worked (periodic evaluation is what drives scaling; the grid is shared by all scalers so that
@@ -38,6 +38,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     LLMScalerSpec,
     LLMScalerStatus,
     MetricProvider,
+    ScaleDecision,
     SpecError,
 )
 from llmscaler_runtime.clock import SYSTEM_CLOCK, Clock
@@ -62,6 +63,7 @@ from llmscaler_runtime.scaling.pacing import HistoryStore
 from llmscaler_runtime.scaling.pause import PAUSED_REPLICAS_ANNOTATION, Pause
 from llmscaler_runtime.scaling.ports import EventSink, EventType, ScalerCache, ScalerClient
 from llmscaler_runtime.scaling.reasons import ConditionReason, EventReason
+from llmscaler_runtime.scaling.record import decision_entry
 from llmscaler_runtime.scaling.resolve import Problem, owned_target, paused, requestable
 from llmscaler_runtime.scaling.schedule import next_sync_delay, phase_of
 from llmscaler_runtime.scaling.secrets import SecretHeaderResolver
@@ -71,6 +73,7 @@ from llmscaler_runtime.scaling.status import (
     SCALING_ACTIVE,
     ConditionDraft,
     build_status,
+    rfc3339,
     status_patch,
 )
 from llmscaler_runtime.scaling.steps import Steps, default_steps
@@ -243,8 +246,9 @@ class LLMScalerReconciler:
             scaler, target, measurement, paced, plan, spec=spec, schedules=bounds.schedules
         )
 
-        # 4. victim hints and the server-side apply of spec.replicas, only when it changes
-        scaled = False
+        # 4. victim hints and the server-side apply of spec.replicas, only when it changes; a
+        # scale is recorded in the status it causes anyway (``record``)
+        scale: ScaleDecision | None = None
         if plan.changes:  # advisory: the same victims, logged, and the advice; no write
             failure = self._scale(
                 obj, scaler, target, plan, paced, started, asked, advisory, spec=spec
@@ -255,7 +259,10 @@ class LLMScalerReconciler:
                 current = target.ready_replicas
                 self._write_status(obj, scaler, drafts, current=current, desired=plan.desired)
                 return retrying(ConditionReason.FAILED_UPDATE_SCALE)
-            scaled = not advisory
+            if not advisory:
+                now = rfc3339(self.clock.now())
+                scale = decision_entry(now, spec, measurement, recommendation, plan)
+        scaled = scale is not None
         kept = history_after(plan) if advisory else plan.history_if_written
         self.memory.history.put(scaler.uid, kept)
         advised = conditions.advisory(target, plan) if advisory else ()
@@ -289,6 +296,7 @@ class LLMScalerReconciler:
                 current=target.ready_replicas,
                 desired=plan.desired if plan.changes else None,  # written, or advised
                 scaled=scaled,
+                decision=scale,
             )
             return retrying(conditions.measurement_failure_reason(spec))
         measured = (
@@ -304,6 +312,7 @@ class LLMScalerReconciler:
             current=target.ready_replicas,
             desired=plan.desired,
             scaled=scaled,
+            decision=scale,
         ):
             return retrying(FAILED_UPDATE_STATUS)
         return _Outcome(ok, "success", ConditionReason.SCALING)
@@ -548,9 +557,11 @@ class LLMScalerReconciler:
         current: int | None = None,
         desired: int | None = None,
         scaled: bool = False,
+        decision: ScaleDecision | None = None,
     ) -> bool:
         """The one status write of a sync (skipped when nothing changed); False on failure.
-        The Preemption condition rides along with every status this sync writes."""
+        The Preemption condition, and the record of a scale (``decision``), ride along with
+        it."""
         drop = () if scaler.spec.preemption is not None else (PREEMPTION,)
         if not (self.advisory or scaler.spec.advisory):
             drop = (*drop, ADVISORY)  # the Advisory condition is there exactly while advisory
@@ -563,6 +574,7 @@ class LLMScalerReconciler:
             desired_replicas=desired,
             scaled=scaled,
             drop=drop,
+            decision=decision,
         )
         if self.memory.status_unchanged(scaler, new):
             return True

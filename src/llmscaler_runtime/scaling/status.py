@@ -14,7 +14,12 @@ from typing import Any
 
 import attrs
 
-from llmscaler_runtime.api.v1alpha1 import Condition, LLMScalerStatus
+from llmscaler_runtime.api.v1alpha1 import (
+    RECENT_DECISIONS_MAX,
+    Condition,
+    LLMScalerStatus,
+    ScaleDecision,
+)
 from llmscaler_runtime.kube.times import rfc3339
 from llmscaler_runtime.scaling.reasons import ConditionReason
 
@@ -27,6 +32,7 @@ __all__ = [
     "SCALING_LIMITED",
     "ConditionDraft",
     "build_status",
+    "prepend",
     "rfc3339",
     "status_patch",
 ]
@@ -55,6 +61,18 @@ class ConditionDraft:
         return "Unknown" if self.status is None else ("True" if self.status else "False")
 
 
+def prepend(
+    entry: ScaleDecision,
+    previous: tuple[ScaleDecision, ...],
+    *,
+    keep: int = RECENT_DECISIONS_MAX,
+) -> tuple[ScaleDecision, ...]:
+    """``entry`` before the ``previous`` ones, cut to ``keep``: ``recentDecisions`` is newest
+    first, so ``[0]`` is the last scale (the one a reader asks about, and a stable jsonpath
+    for scripts)."""
+    return (entry, *previous)[:keep]
+
+
 def build_status(
     old: LLMScalerStatus,
     drafts: Sequence[ConditionDraft],
@@ -65,12 +83,14 @@ def build_status(
     desired_replicas: int | None,
     scaled: bool,
     drop: Sequence[str] = (),
+    decision: ScaleDecision | None = None,
 ) -> LLMScalerStatus:
     """The new status: ``drafts`` replace conditions of their type, others are kept.
 
     ``None`` figures keep the old value (a sync that could not measure something does not
     erase what was last known). ``drop`` removes conditions of those types (e.g. Preemption
-    once the field is unset).
+    once the field is unset). ``decision`` is the record of the scale this sync made: it goes
+    first in ``recentDecisions`` and its time becomes ``lastScaleTime``.
     """
     stamp = rfc3339(now)
     by_type: dict[str, Condition] = {c.type: c for c in old.conditions if c.type not in drop}
@@ -101,7 +121,12 @@ def build_status(
         desired_replicas=old.desired_replicas if desired_replicas is None else desired_replicas,
         conditions=tuple(ordered),
         observed_generation=generation,
-        last_scale_time=stamp if scaled else old.last_scale_time,
+        last_scale_time=(
+            decision.time if decision is not None else stamp if scaled else old.last_scale_time
+        ),
+        recent_decisions=(
+            old.recent_decisions if decision is None else prepend(decision, old.recent_decisions)
+        ),
     )
 
 

@@ -90,7 +90,14 @@ def test_names_columns_and_subresources() -> None:
     version = spec["versions"][0]
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")]
-    assert columns == ["MinReplicas", "MaxReplicas", "CurrentReplicas", "DesiredReplicas", "Age"]
+    assert columns == [
+        "MinReplicas",
+        "MaxReplicas",
+        "CurrentReplicas",
+        "DesiredReplicas",
+        "LastScale",
+        "Age",
+    ]
 
 
 def test_schema_defaults_bounds_and_status_shape() -> None:

@@ -10,10 +10,12 @@ the metadata each field carries by ``hack/gen_crd.py``. The modules depend one w
 from .codec import SpecError
 from .types import (
     API_VERSION,
+    DECISION_TEXT_MAX,
     GROUP,
     KIND,
     LIST_KIND,
     PLURAL,
+    RECENT_DECISIONS_MAX,
     SINGULAR,
     TARGET_PATTERN,
     VERSION,
@@ -30,6 +32,7 @@ from .types import (
     MetricProvider,
     MetricSpec,
     Preemption,
+    ScaleDecision,
     ScaleDown,
     ScaleDownBehavior,
     Schedule,
@@ -41,10 +44,12 @@ from .types import (
 
 __all__ = [
     "API_VERSION",
+    "DECISION_TEXT_MAX",
     "GROUP",
     "KIND",
     "LIST_KIND",
     "PLURAL",
+    "RECENT_DECISIONS_MAX",
     "SINGULAR",
     "TARGET_PATTERN",
     "VERSION",
@@ -61,6 +66,7 @@ __all__ = [
     "MetricProvider",
     "MetricSpec",
     "Preemption",
+    "ScaleDecision",
     "ScaleDown",
     "ScaleDownBehavior",
     "Schedule",

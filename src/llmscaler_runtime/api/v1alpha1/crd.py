@@ -147,6 +147,7 @@ def printer_columns() -> list[dict[str, Any]]:
         {"name": "MaxReplicas", "type": "integer", "jsonPath": ".spec.maxReplicas"},
         {"name": "CurrentReplicas", "type": "integer", "jsonPath": ".status.currentReplicas"},
         {"name": "DesiredReplicas", "type": "integer", "jsonPath": ".status.desiredReplicas"},
+        {"name": "LastScale", "type": "date", "jsonPath": ".status.lastScaleTime"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

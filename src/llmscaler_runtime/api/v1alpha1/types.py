@@ -938,6 +938,100 @@ class Condition:
         return codec.encode(self)
 
 
+#: How many scale decisions ``status.recentDecisions`` keeps (newest first).
+RECENT_DECISIONS_MAX = 5
+#: Longest ``metric`` and ``reason`` of a ScaleDecision (longer text is cut, never rejected).
+DECISION_TEXT_MAX = 1024
+
+
+@api_type(
+    "One replica change the controller wrote, with what drove it and what held it back. "
+    "Recorded only when the replica count changed, in the same status write."
+)
+@attrs.frozen
+class ScaleDecision:
+    """One scale the controller made: ``kubectl get -o yaml`` answers "why did it scale?".
+
+    The strings are free text on purpose, not enums: the status is the controller's to write,
+    and an enum in the CRD would make a newer controller's status writes fail on a cluster
+    whose CRD has not been upgraded yet.
+    """
+
+    time: str = attrs.field(
+        metadata=schema("When the replica count was written (RFC 3339).", format="date-time")
+    )
+    from_replicas: int = attrs.field(
+        metadata=schema(
+            "The target's spec.replicas before the write.",
+            json="from",
+            format=_INT32,
+            minimum=0,
+        )
+    )
+    to_replicas: int = attrs.field(
+        metadata=schema(
+            "The spec.replicas written.",
+            json="to",
+            format=_INT32,
+            minimum=0,
+        )
+    )
+    desired: int | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "Where the fleet is heading (status.desiredReplicas at the time); differs from to "
+            "when a step cap wrote only part of the change.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    driver: str = attrs.field(
+        default="",
+        metadata=schema(
+            "What asked for the change: Metric (the metric named in metric won the vote), "
+            "DecisionServer (the Custom provider's answer) or Bounds (the fleet was outside "
+            "minReplicas..maxReplicas).",
+            max_length=64,
+        ),
+    )
+    metric: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "With driver Metric: the name of the metric whose recommendation won.",
+            max_length=DECISION_TEXT_MAX,
+        ),
+    )
+    value: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "The driving figure: the metric's value, or the decision server's replica count "
+            "(a decimal string, six significant digits).",
+            max_length=64,
+        ),
+    )
+    target: str | None = attrs.field(
+        default=None,
+        metadata=schema("With driver Metric: the metric's target.", max_length=64),
+    )
+    held_by: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "The pacing rule that held this write back from the recommendation, if any: "
+            "stabilization, settle, step-cap or no-measurement (as in the SuccessfulRescale "
+            "Event).",
+            max_length=64,
+        ),
+    )
+    reason: str = attrs.field(
+        default="",
+        metadata=schema(
+            "The decision in words, as in the SuccessfulRescale Event, for example "
+            "metric 'kv-cache': ceil(2 * 0.92 / 0.6) = 4.",
+            max_length=DECISION_TEXT_MAX,
+        ),
+    )
+
+
 @api_type("What the controller last observed and decided.")
 @attrs.frozen
 class LLMScalerStatus:
@@ -985,6 +1079,16 @@ class LLMScalerStatus:
         metadata=schema(
             "When the controller last changed the target's replica count (RFC 3339).",
             format="date-time",
+        ),
+    )
+    recent_decisions: tuple[ScaleDecision, ...] = attrs.field(
+        default=(),
+        converter=_freeze_tuple,
+        metadata=schema(
+            f"The last {RECENT_DECISIONS_MAX} replica changes, newest first: when, from and "
+            "to, what drove each and what held it back. Written only together with a scale, "
+            "so a steady scaler writes nothing.",
+            max_items=RECENT_DECISIONS_MAX,
         ),
     )
 
