@@ -54,10 +54,11 @@ from llmscaler_runtime.scaling.fallback import fallback_recommendation
 from llmscaler_runtime.scaling.memory import ScalerMemory
 from llmscaler_runtime.scaling.metrics import (
     FAILED_UPDATE_STATUS,
-    NoopSyncMetrics,
+    ScalerMetrics,
     SyncMetrics,
     SyncReason,
     SyncResult,
+    scaler_metrics,
 )
 from llmscaler_runtime.scaling.pacing import HistoryStore
 from llmscaler_runtime.scaling.pause import PAUSED_REPLICAS_ANNOTATION, Pause
@@ -141,7 +142,8 @@ class LLMScalerReconciler:
         self.align_syncs = align_syncs
         self.address_policy = address_policy or AddressPolicy()
         self.secret_headers = secret_headers or SecretHeaderResolver(client, clock=self.clock)
-        self.metrics: SyncMetrics = metrics or NoopSyncMetrics()
+        # a plain SyncMetrics gets no per-scaler series (``metrics.scaler_metrics``)
+        self.metrics: ScalerMetrics = scaler_metrics(metrics)
         # every scaler advisory (the manager's --advisory), whatever its spec.advisory says
         self.advisory = advisory
 
@@ -158,6 +160,7 @@ class LLMScalerReconciler:
         if obj is None:
             if self.memory.gone(key):
                 _log.info("scaler deleted; history dropped", scaler=key)
+            self.metrics.forget_scaler(request.namespace, request.name)
             return Result()
         meta = obj.get("metadata") or {}
         self.memory.seen(key, str(meta.get("uid", "")))
@@ -183,6 +186,9 @@ class LLMScalerReconciler:
                     ConditionReason.SYNC_FAILED,
                 )
         self.metrics.observe_sync(outcome.sync, outcome.reason)
+        self.metrics.observe_scaler_sync(
+            request.namespace, request.name, outcome.sync, outcome.reason
+        )
         return outcome.result
 
     # -- the pipeline ----------------------------------------------------------------------
@@ -245,6 +251,8 @@ class LLMScalerReconciler:
         log_decision(
             scaler, target, measurement, paced, plan, spec=spec, schedules=bounds.schedules
         )
+        bounds_now = (spec.min_replicas, spec.max_replicas)  # a schedule's while one is open
+        self.metrics.observe_evaluation(scaler, target, measurement, plan, bounds=bounds_now)
 
         # 4. victim hints and the server-side apply of spec.replicas, only when it changes; a
         # scale is recorded in the status it causes anyway (``record``)
@@ -262,6 +270,9 @@ class LLMScalerReconciler:
             if not advisory:
                 now = rfc3339(self.clock.now())
                 scale = decision_entry(now, spec, measurement, recommendation, plan)
+                self.metrics.observe_scale(
+                    scaler.namespace, scaler.name, "down" if plan.scale_down else "up"
+                )
         scaled = scale is not None
         kept = history_after(plan) if advisory else plan.history_if_written
         self.memory.history.put(scaler.uid, kept)

@@ -19,7 +19,7 @@ from llmscaler_runtime.controller import (
 from llmscaler_runtime.scaling.addresses import AddressPolicy
 from llmscaler_runtime.scaling.conflicts import TARGET_INDEX, target_index
 from llmscaler_runtime.scaling.http import HttpOptions, MetricHttpClient
-from llmscaler_runtime.scaling.metrics import PrometheusSyncMetrics, SyncMetrics
+from llmscaler_runtime.scaling.metrics import PrometheusScalerMetrics, SyncMetrics
 from llmscaler_runtime.scaling.pause import PAUSE_ANNOTATIONS
 from llmscaler_runtime.scaling.ports import ScalerManager
 from llmscaler_runtime.scaling.reconciler import LLMScalerReconciler
@@ -49,10 +49,11 @@ def setup(
     effect at once.
     ``address_policy`` restricts where metric requests may go (default: anywhere). The field
     manager of the replica write is the one of ``steps.writer`` (``llmscaler-operator`` by
-    default): it is how the one-writer rule is seen in ``managedFields``. Sync outcomes are
-    counted in the manager's registry (``llmscaler_scaler_syncs_total``) unless ``metrics``
-    says otherwise. ``advisory`` makes every scaler advisory (``scaling.advisory``): the
-    manager then writes nothing to any target.
+    default): it is how the one-writer rule is seen in ``managedFields``. Sync outcomes
+    (``llmscaler_scaler_syncs_total``) and the per-scaler series (``llmscaler_scaler_*``, see
+    ``scaling.metrics``) go to the manager's registry unless ``metrics`` says otherwise.
+    ``advisory`` makes every scaler advisory (``scaling.advisory``): the manager then writes
+    nothing to any target.
     """
     clock = manager.clock  # one clock: the sync grid, the coalescing tick and every budget
     if steps is None:
@@ -66,7 +67,7 @@ def setup(
         clock=clock,
         leader_check=manager.is_leader,
         address_policy=address_policy,
-        metrics=metrics or PrometheusSyncMetrics(manager.registry),
+        metrics=metrics or PrometheusScalerMetrics(manager.registry),
         advisory=advisory,
     )
     return (
