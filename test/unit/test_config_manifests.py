@@ -29,7 +29,11 @@ K8S_VERSION = "1.32"
 NAMESPACE = "llmscaler-system"
 IMAGE = "4pdosc/llm-operator:0.1.0"
 #: Kinds defined by CRDs, which kubernetes-validate has no schema for; checked separately.
-CRD_KINDS = {"LLMScaler": "checked by test_samples_*", "ServiceMonitor": "Prometheus Operator CRD"}
+CRD_KINDS = {
+    "LLMScaler": "checked by test_samples_*",
+    "ServiceMonitor": "Prometheus Operator CRD",
+    "PrometheusRule": "Prometheus Operator CRD; checked with promtool by test_prometheus_rules",
+}
 
 
 def _manifest_docs() -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -265,8 +269,7 @@ def test_metrics_service_monitor_and_network_policy_agree_on_the_port() -> None:
     (port,) = service["spec"]["ports"]
     assert (port["name"], port["port"], port["targetPort"]) == ("metrics", 8080, "metrics")
 
-    (monitor,) = _build("prometheus")
-    assert monitor["kind"] == "ServiceMonitor"
+    monitor = _one(_build("prometheus"), "ServiceMonitor", "controller-manager-metrics-monitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     service_labels = service["metadata"]["labels"]
