@@ -289,3 +289,15 @@ def test_a_walk_down_records_each_step_with_the_step_cap(w: World) -> None:
     first, second = w.status()["recentDecisions"][::-1]
     assert (first["from"], first["to"], first["desired"], first["heldBy"]) == (10, 8, 1, "step-cap")
     assert (second["from"], second["to"], second["heldBy"]) == (8, 6, "step-cap")
+
+
+def test_an_advisory_scaler_records_nothing(w: World) -> None:
+    """Advisory mode writes no replicas, so there is no scale to record (its advice is in the
+    Advisory condition instead)."""
+    w.reconciler = w.new_reconciler(advisory=True)
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    w.sync()
+    assert w.replicas() == 3
+    assert "recentDecisions" not in w.status() and "lastScaleTime" not in w.status()

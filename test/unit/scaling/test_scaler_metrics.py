@@ -188,3 +188,13 @@ def test_a_plain_sync_metrics_sink_keeps_working_through_the_wider_port() -> Non
     metrics = PrometheusScalerMetrics(CollectorRegistry())
     assert scaler_metrics(metrics) is metrics
     assert isinstance(metrics, ScalerMetrics)
+
+
+def test_an_advisory_scaler_reports_its_desired_count_but_no_scale_event(w: Metered) -> None:
+    w.reconciler = w.new_reconciler(advisory=True)
+    w.cluster.put(scaler_obj())
+    w.cluster.put(deployment(replicas=3))
+    w.fetcher.set_value(2.0)
+    w.sync()
+    assert w.value("llmscaler_scaler_desired_replicas") == 6  # the advice
+    assert w.value("llmscaler_scaler_scale_events_total", direction="up") == 0
