@@ -245,6 +245,7 @@ class LLMScalerReconciler:
         self._report_measurement_errors(obj, scaler, measurement)
         recommendation = self.steps.recommender.recommend(spec, target, measurement)
         fallback = self._fallback(obj, scaler, spec, target, recommendation)
+        self.metrics.set_fallback_active(scaler.namespace, scaler.name, fallback is not None)
         paced = fallback or recommendation  # what pacing and the write act on
         history = self.memory.history.get(scaler.uid)
         plan = self.steps.pacer.pace(history, spec, target, paced, started)

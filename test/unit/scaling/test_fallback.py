@@ -211,3 +211,31 @@ def test_a_restart_starts_the_count_again_and_still_ends_the_fallback(
     assert len(ended) == (0 if restart_while_active else 1)
     if ended:
         assert ended[0][1] == "Fallback ended: the signal can be read again; scaling follows it."
+
+
+def test_the_fallback_gauge_follows_the_fallback() -> None:
+    """llmscaler_scaler_fallback_active (what the LLMScalerFallbackActive alert reads) is 1
+    exactly while the fallback drives the fleet."""
+    from prometheus_client import CollectorRegistry
+
+    from llmscaler_runtime.scaling.metrics import PrometheusScalerMetrics
+
+    registry = CollectorRegistry()
+    w = _fallback_world()
+    w.reconciler = w.new_reconciler(metrics=PrometheusScalerMetrics(registry))
+
+    def gauge() -> float | None:
+        labels = {"namespace": "ns", "name": "s"}
+        return registry.get_sample_value("llmscaler_scaler_fallback_active", labels)
+
+    w.fetcher.set_decision(None, error="decision server: HTTP 500")
+    for _ in range(2):
+        w.sync()
+        w.clock.step(10)
+    assert gauge() == 0.0
+    w.sync()
+    assert gauge() == 1.0
+    w.fetcher.set_decision(2)
+    w.clock.step(10)
+    w.sync()
+    assert gauge() == 0.0
