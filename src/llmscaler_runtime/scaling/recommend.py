@@ -7,6 +7,14 @@ during a first rollout (nothing ready but spec.replicas > 0) it is spec.replicas
 replicas it is one, otherwise ``0 * anything`` could never wake the fleet. A Custom decision is
 already an absolute count and is only clamped. Nothing measurable means no recommendation: the
 fleet is held, a failed query is never read as zero.
+
+Tolerance is the HPA's per-direction dead band (KEP-4951): a metric whose ratio value/target lies
+within ``[1 - scaleDown.tolerance, 1 + scaleUp.tolerance]`` votes for the current spec.replicas
+instead of its ratio, and the largest vote still wins, so one metric inside its band is enough to
+veto a scale-down (as in the HPA, where each metric's proposal is computed with the tolerance and
+the maximum is taken). Like the HPA it is skipped at zero replicas, where "no change" would mean
+"never wake". With both tolerances 0 (the default) there is no band at all, so a ratio of exactly
+1 still votes ceil(baseline), as it always has.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ __all__ = [
     "SATURATED",
     "HpaRecommender",
     "Recommender",
+    "Tolerances",
     "baseline_replicas",
     "clamp",
     "ratio_replicas",
@@ -75,6 +84,32 @@ def ratio_replicas(baseline: int, value: float, target: float) -> int:
     return max(0, math.ceil(raw - _EPSILON * max(1.0, raw)))
 
 
+@attrs.frozen
+class Tolerances:
+    """The dead band of usage ratios that vote "no change" (see module docstring)."""
+
+    down: float = 0.0
+    up: float = 0.0
+
+    @classmethod
+    def of(cls, spec: LLMScalerSpec) -> Tolerances:
+        """The spec's band; the common "0"/"0" costs no parsing on the per-sync path."""
+        down, up = spec.scale_down.tolerance, spec.scale_up.tolerance
+        if down == "0" and up == "0":
+            return cls()
+        return cls(spec.scale_down.tolerance_value, spec.scale_up.tolerance_value)
+
+    def holds(self, value: float, target: float) -> bool:
+        """The HPA's ``isWithin``: ``1 - down <= value/target <= 1 + up``; never without a band.
+
+        The ends get the same float slack as the ratio (0.72 / 0.8 is 0.8999999999999999), so
+        a value exactly on the edge a user wrote counts as inside, as the rule says."""
+        if not (self.down or self.up):
+            return False
+        ratio = value / target
+        return 1.0 - self.down - _EPSILON <= ratio <= 1.0 + self.up + _EPSILON
+
+
 def clamp(replicas: int, spec: LLMScalerSpec) -> tuple[int, Limit | None]:
     """Clamp to [minReplicas, maxReplicas]; also say which bound applied, if any."""
     if replicas > spec.max_replicas:
@@ -103,14 +138,20 @@ class HpaRecommender:
                 limited,
                 reason=f"decision server asked for {measurement.decision} replicas",
             )
+        current = target.spec_replicas
+        band = Tolerances.of(spec) if current > 0 else Tolerances()
         votes: list[MetricRecommendation] = []
         for reading in measurement.readings:
             if reading.value is None:
                 continue
-            replicas = ratio_replicas(baseline, reading.value, reading.target)
-            votes.append(
-                MetricRecommendation(reading.name, reading.value, reading.target, replicas)
-            )
+            if band.holds(reading.value, reading.target):
+                vote = MetricRecommendation(
+                    reading.name, reading.value, reading.target, current, tolerated=True
+                )
+            else:
+                replicas = ratio_replicas(baseline, reading.value, reading.target)
+                vote = MetricRecommendation(reading.name, reading.value, reading.target, replicas)
+            votes.append(vote)
         if not votes:
             return Recommendation(None, None, baseline, reason="every metric was skipped")
         winner = max(votes, key=lambda v: v.replicas)
@@ -121,8 +162,18 @@ class HpaRecommender:
             baseline,
             limited,
             tuple(votes),
-            reason=(
-                f"metric {winner.name!r}: ceil({baseline} * {winner.value:g} / "
-                f"{winner.target:g}) = {winner.replicas}"
-            ),
+            reason=_why(winner, baseline, band),
         )
+
+
+def _why(winner: MetricRecommendation, baseline: int, band: Tolerances) -> str:
+    """How the winning vote came about, for Events and the decision log."""
+    if winner.tolerated:
+        return (
+            f"metric {winner.name!r}: {winner.value:g} / {winner.target:g} is within the "
+            f"tolerance [{1 - band.down:g}, {1 + band.up:g}], keeping {winner.replicas}"
+        )
+    return (
+        f"metric {winner.name!r}: ceil({baseline} * {winner.value:g} / "
+        f"{winner.target:g}) = {winner.replicas}"
+    )

@@ -113,6 +113,8 @@ class MetricRecommendation:
     value: float
     target: float
     replicas: int
+    #: the ratio was inside the tolerance band, so the vote is the current count
+    tolerated: bool = False
 
 
 @attrs.frozen

@@ -25,6 +25,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     ScaleDown,
     SpecError,
     parse_target,
+    parse_tolerance,
 )
 from llmscaler_runtime.api.v1alpha1._meta import NO_VALUE, Rule, field_metas, type_meta
 from llmscaler_runtime.api.v1alpha1.codec import (
@@ -172,6 +173,8 @@ def test_cel_rules_compile_and_sit_where_expected() -> None:
     assert sorted(rules) == [
         ".spec",
         ".spec.metrics[].target",
+        ".spec.scaleDown.tolerance",
+        ".spec.scaleUp.tolerance",
         ".spec.schedules[]",
         ".spec.schedules[].timeZone",
         ".spec.serverHeadersFrom[]",
@@ -235,6 +238,23 @@ def test_target_rule_and_parser_agree_on_random_strings() -> None:
         assert math.isfinite(value) and value > 0
         accepted += 1
     assert accepted > 20, "the fuzz never produced a valid target"
+
+
+TOLERANCES = ["0", "0.1", "0.0", ".5", "+0.25", "0.999", "1", "1.0", "1e-1", "1e0", "-0.1",
+              "10%", "2", "abc", " 0.1", "0.10", "9e-99"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [".spec.scaleUp.tolerance", ".spec.scaleDown.tolerance"])
+@pytest.mark.parametrize("text", TOLERANCES)
+def test_tolerance_rule_agrees_with_the_parser(path: str, text: str) -> None:
+    """The CEL rule and its Python twin accept exactly [0, 1), written as a plain decimal."""
+    (rule,) = _rules_by_path()[path]
+    python_ok = _rule_for(rule).check(text) is None
+    assert _cel(rule["rule"], text) == python_ok
+    if python_ok:
+        assert 0.0 <= parse_tolerance(text) < 1.0
+    assert python_ok == (text in {"0", "0.1", "0.0", ".5", "+0.25", "0.999", "1e-1", "0.10",
+                                  "9e-99"})  # fmt: skip
 
 
 def _rule_for(entry: dict[str, Any]) -> Rule:

@@ -6,13 +6,24 @@ import math
 
 import pytest
 
-from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, MetricProvider, TargetRef
+from llmscaler_runtime.api.v1alpha1 import (
+    LLMScalerSpec,
+    MetricProvider,
+    ScaleDown,
+    ScaleUp,
+    TargetRef,
+)
 from llmscaler_runtime.scaling.recommend import SATURATED, HpaRecommender, ratio_replicas
 from llmscaler_runtime.scaling.types import Measurement, MetricReading, TargetView
 
 
 def spec(
-    min_r: int = 1, max_r: int = 10, provider: MetricProvider = MetricProvider.PROMETHEUS
+    min_r: int = 1,
+    max_r: int = 10,
+    provider: MetricProvider = MetricProvider.PROMETHEUS,
+    *,
+    up: str = "0",
+    down: str = "0",
 ) -> LLMScalerSpec:
     return LLMScalerSpec(
         TargetRef("apps/v1", "Deployment", "web"),
@@ -20,6 +31,8 @@ def spec(
         min_r,
         max_r,
         metric_provider=provider,
+        scale_up=ScaleUp(tolerance=up),
+        scale_down=ScaleDown(tolerance=down),
     )
 
 
@@ -144,3 +157,73 @@ def test_custom_decision_zero_scales_to_zero_with_min_zero() -> None:
 def test_custom_failure_holds() -> None:
     custom = spec(provider=MetricProvider.CUSTOM)
     assert rec(custom, view(), Measurement("Custom", error="down")).replicas is None
+
+
+# --- tolerance (scaleUp.tolerance / scaleDown.tolerance, the HPA's per-direction band) ------
+
+
+@pytest.mark.parametrize(
+    ("value", "vote", "tolerated"),
+    [(0.82, 10, True), (0.86, 11, False), (0.66, 10, True), (0.62, 8, False)],
+)
+def test_the_readmes_worked_tolerance_example(value: float, vote: int, tolerated: bool) -> None:
+    s = spec(max_r=20, up="0.05", down="0.2")
+    r = rec(s, view(10, 10), prom((value, 0.8)))
+    assert (r.replicas, r.per_metric[0].tolerated) == (vote, tolerated)
+    plain = rec(spec(max_r=20), view(10, 10), prom((value, 0.8)))
+    assert plain.replicas == math.ceil(10 * value / 0.8)  # without a band: the ratio
+
+
+def test_the_band_ends_are_inclusive_despite_float_noise() -> None:
+    # 0.72 / 0.8 is 0.8999999999999999 and 0.88 / 0.8 is 1.0999999999999999 in floats
+    s = spec(up="0.1", down="0.1")
+    assert rec(s, view(10, 10), prom((0.72, 0.8))).replicas == 10
+    assert rec(s, view(10, 10), prom((0.88, 0.8))).replicas == 10
+    assert rec(s, view(10, 10), prom((0.7, 0.8))).replicas == 9
+    assert rec(s, view(10, 10), prom((0.9, 0.8))).replicas == 10  # max 10, ratio asks 12
+    assert rec(s, view(10, 10), prom((0.9, 0.8))).unclamped == 12
+
+
+def test_each_direction_has_its_own_band() -> None:
+    only_down = spec(max_r=20, down="0.2")
+    assert rec(only_down, view(10, 10), prom((0.66, 0.8))).replicas == 10  # held
+    assert rec(only_down, view(10, 10), prom((0.82, 0.8))).replicas == 11  # up is not damped
+    only_up = spec(max_r=20, up="0.2")
+    assert rec(only_up, view(10, 10), prom((0.9, 0.8))).replicas == 10  # held
+    assert rec(only_up, view(10, 10), prom((0.78, 0.8))).replicas == 10  # ceil(9.75)
+    assert rec(only_up, view(10, 10), prom((0.7, 0.8))).replicas == 9  # down is not damped
+
+
+def test_a_tolerated_vote_is_spec_replicas_not_the_ready_baseline() -> None:
+    # 4 requested, 2 ready, the metric at its target: the band keeps 4 (the HPA's
+    # currentReplicas); the plain ratio would vote ceil(2 * 1.0) = 2 and shrink a starting fleet
+    s = spec(up="0.1", down="0.1")
+    assert rec(s, view(4, 2), prom((0.8, 0.8))).replicas == 4
+    assert rec(spec(), view(4, 2), prom((0.8, 0.8))).replicas == 2
+
+
+def test_one_metric_inside_its_band_holds_a_scale_down_but_not_a_scale_up() -> None:
+    # the largest vote wins, as in the HPA: a tolerated metric votes for the current count
+    s = spec(max_r=20, up="0.1", down="0.1")
+    down = rec(s, view(10, 10), prom((0.78, 0.8), (0.2, 0.8)))
+    assert [v.replicas for v in down.per_metric] == [10, 3] and down.replicas == 10
+    assert "within the tolerance [0.9, 1.1], keeping 10" in down.reason
+    up = rec(s, view(10, 10), prom((0.78, 0.8), (1.2, 0.8)))
+    assert up.replicas == 15
+
+
+def test_no_band_at_zero_replicas_so_the_fleet_can_wake() -> None:
+    s = spec(min_r=0, up="0.5", down="0.5")
+    # baseline 1, ratio 1.2 is inside [0.5, 1.5] but "no change" would mean "stay asleep"
+    assert rec(s, view(0, 0), prom((1.2, 1.0))).replicas == 2
+
+
+def test_tolerance_does_not_apply_to_a_custom_decision() -> None:
+    custom = spec(provider=MetricProvider.CUSTOM, up="0.5", down="0.5")
+    assert rec(custom, view(4, 4), Measurement("Custom", decision=5)).replicas == 5
+    assert rec(custom, view(4, 4), Measurement("Custom", decision=3)).replicas == 3
+
+
+def test_zero_tolerances_change_nothing_even_at_a_ratio_of_one() -> None:
+    assert rec(spec(), view(4, 3), prom((0.8, 0.8))).replicas == 3  # ceil(3 * 1.0), as before
+    assert rec(spec(up="0", down="0.0"), view(4, 3), prom((0.8, 0.8))).replicas == 3

@@ -35,11 +35,13 @@ from .types import (
     ScaleDecision,
     ScaleDown,
     ScaleDownBehavior,
+    ScaleUp,
     Schedule,
     SecretKeySelector,
     TargetRef,
     Weekday,
     parse_target,
+    parse_tolerance,
 )
 
 __all__ = [
@@ -70,9 +72,11 @@ __all__ = [
     "ScaleDown",
     "ScaleDownBehavior",
     "Schedule",
+    "ScaleUp",
     "SecretKeySelector",
     "SpecError",
     "TargetRef",
     "Weekday",
     "parse_target",
+    "parse_tolerance",
 ]

@@ -116,6 +116,22 @@ def parse_target(text: str, *, path: str = "spec.metrics[].target") -> float:
     return value
 
 
+def parse_tolerance(text: str, *, path: str = "spec.scaleUp.tolerance") -> float:
+    """Parse a tolerance strictly: a plain decimal from 0 up to, but not including, 1.
+
+    A tolerance of 1 or more would make the dead band swallow every scale-down (a ratio
+    cannot fall below 0), so it is refused rather than silently turning scale-down off.
+    """
+    if not isinstance(text, str):
+        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
+    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
+        raise SpecError([f"{path}: {text!r} is not a plain decimal number such as '0.1'"])
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise SpecError([f"{path}: {text!r} must be at least 0 and less than 1"])
+    return value
+
+
 class FrozenMap(Mapping[str, str]):
     """A read-only, hashable string map, so specs holding headers stay hashable and immutable."""
 
@@ -379,6 +395,36 @@ SCHEDULE_RANGE_RULE = Rule(
 )
 
 
+def _check_tolerance(value: Any) -> str | None:
+    try:
+        parse_tolerance(value)
+    except SpecError as err:
+        return err.problems[0].split(": ", 1)[1]
+    return None
+
+
+TOLERANCE_RULE = Rule(
+    rule=f"self.matches('{TARGET_PATTERN}') && double(self) < 1.0",
+    message=(
+        "tolerance must be a plain decimal number from 0 up to, but not including, 1, "
+        "such as '0.1' (a 10 % dead band)"
+    ),
+    check=_check_tolerance,
+)
+
+
+def _tolerance_doc(direction: str, band: str, hpa: str) -> str:
+    """The description of scaleUp.tolerance and scaleDown.tolerance (they mirror each other)."""
+    return (
+        f"Dead band for {direction}: a metric whose value/target ratio is within {band} "
+        "votes for the current replica count instead of its ratio (the HPA's "
+        f"behavior.{hpa}.tolerance, KEP-4951). A quoted number from 0 up to, but not "
+        "including, 1: '0.1' ignores a change of less than 10 %. '0' (the default) is no "
+        "band. Applies to Prometheus metrics, not to a Custom decision, and not at zero "
+        "replicas."
+    )
+
+
 # --- the types -------------------------------------------------------------------------------
 
 
@@ -545,6 +591,29 @@ class HeaderSource:
     )
 
 
+@api_type(
+    "How the fleet grows. By default scale-up is immediate: every field here is off until set."
+)
+@attrs.frozen
+class ScaleUp:
+    """Scale-up damping: the tolerance band."""
+
+    tolerance: str = attrs.field(
+        default="0",
+        metadata=schema(
+            _tolerance_doc("scale-up", "[1, 1 + tolerance]", "scaleUp"),
+            min_length=1,
+            max_length=TARGET_MAX_LENGTH,
+            rules=(TOLERANCE_RULE,),
+        ),
+    )
+
+    @property
+    def tolerance_value(self) -> float:
+        """The tolerance as a number in [0, 1); raises SpecError on a bad one."""
+        return parse_tolerance(self.tolerance, path="spec.scaleUp.tolerance")
+
+
 @api_type("How fast the fleet may shrink and which pods go first. Scale-up is never delayed.")
 @attrs.frozen
 class ScaleDown:
@@ -586,6 +655,20 @@ class ScaleDown:
             "coldest. Used only with behavior CacheAware and metricProvider Prometheus."
         ),
     )
+    tolerance: str = attrs.field(
+        default="0",
+        metadata=schema(
+            _tolerance_doc("scale-down", "[1 - tolerance, 1]", "scaleDown"),
+            min_length=1,
+            max_length=TARGET_MAX_LENGTH,
+            rules=(TOLERANCE_RULE,),
+        ),
+    )
+
+    @property
+    def tolerance_value(self) -> float:
+        """The tolerance as a number in [0, 1); raises SpecError on a bad one."""
+        return parse_tolerance(self.tolerance, path="spec.scaleDown.tolerance")
 
 
 @api_type(
@@ -838,6 +921,13 @@ class LLMScalerSpec:
         factory=ScaleDown,
         metadata=schema(
             "Scale-down damping and cache-aware victim selection.",
+            crd_default={},
+        ),
+    )
+    scale_up: ScaleUp = attrs.field(
+        factory=ScaleUp,
+        metadata=schema(
+            "Scale-up damping; the default adds replicas as soon as the metrics ask for them.",
             crd_default={},
         ),
     )
