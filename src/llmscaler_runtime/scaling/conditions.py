@@ -177,7 +177,14 @@ def fallback_ended_message(failures: int) -> str:
 def able(target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:
     """AbleToScale after a measured sync: what was written, or what holds the next step."""
     if scaled:
-        extra = f" (step capped; heading to {plan.desired})" if plan.held_by == "step-cap" else ""
+        extra = ""
+        if plan.held_by in ("step-cap", "scale-up-step-cap"):
+            extra = f" (step capped; heading to {plan.desired})"
+        elif plan.held_by == "scale-up-stabilization":
+            extra = (
+                " (the lowest recommendation within the scale-up stabilization window; "
+                "the metrics ask for more)"
+            )
         return cond(
             ABLE_TO_SCALE,
             True,
@@ -200,6 +207,14 @@ def able(target: TargetView, plan: Plan, scaled: bool) -> ConditionDraft:
             R.SCALE_DOWN_STABILIZED,
             f"Holding at {plan.desired} replicas: a higher recommendation was seen within "
             "the scale-down stabilization window.",
+        )
+    if plan.held_by == "scale-up-stabilization":
+        return cond(
+            ABLE_TO_SCALE,
+            True,
+            R.SCALE_UP_STABILIZED,
+            f"Holding at {plan.desired} replicas: a lower recommendation was seen within "
+            "the scale-up stabilization window.",
         )
     matches = "The recommendation matches the target."
     return cond(ABLE_TO_SCALE, True, R.READY_FOR_NEW_SCALE, matches)

@@ -61,6 +61,8 @@ def log_decision(
         max_replicas=spec.max_replicas,
         stabilization_window_seconds=spec.scale_down.stabilization_window_seconds,
         max_step_replicas=spec.scale_down.max_step_replicas,
+        scale_up_stabilization_window_seconds=spec.scale_up.stabilization_window_seconds,
+        scale_up_max_step_replicas=spec.scale_up.max_step_replicas,
         desired=plan.desired,
         write=plan.replicas if plan.changes else None,
         held_by=plan.held_by,

@@ -1,6 +1,7 @@
-"""Scale-down pacing: stabilization window, step cap and settle guard.
+"""Pacing: stabilization windows, step caps and the settle guard.
 
-Scale-up is applied at once; scale-down is damped three ways:
+Scale-up is applied at once unless ``spec.scaleUp`` says otherwise; scale-down is damped three
+ways:
 
 * stabilization: hold at the largest recommendation seen within the window, so a brief dip
   does not throw away warm caches. After a scale-down write the history is replaced by the
@@ -21,7 +22,25 @@ one below minReplicas straight to minReplicas, before looking at metrics), a fle
 the step cap or the settle guard say, and even in a sync where nothing could be measured.
 Only the part of a scale-down below maxReplicas is paced.
 
-The pacer itself is pure; per-scaler history lives in :class:`HistoryStore`.
+Scale-up pacing (both off by default) mirrors the HPA's scale-up behavior:
+
+* stabilization (scaleUp.stabilizationWindowSeconds): grow only to the *lowest* recommendation
+  within the window, so a burst must last the whole window before it adds replicas. It is kept
+  apart from the scale-down window (its own samples, the ones that can still be the minimum)
+  and never reset by a write, as the HPA records every raw recommendation. The restart seed
+  and the hold of a sync that measured nothing count here too: after a restart, or a failed
+  measurement, a scale-up needs a full window of good measurements, for the same reason a
+  flapping source must not shrink the fleet on its first good answer. A failed write stores
+  the same samples (``history_if_failed``), so the window keeps holding across failed syncs.
+* step cap (scaleUp.maxStepReplicas) bounds how many replicas one write adds; the next step
+  comes at the next sync. There is no settle guard on the way up: pods that fail readiness
+  under overload must not stop the fleet from growing.
+
+The bound is not damped here either: a fleet below minReplicas is raised to it in one write.
+
+The pacer itself is pure; per-scaler history lives in :class:`HistoryStore`. Times are the
+monotonic clock's (the reconciler passes ``Clock.monotonic()``), so a stepping wall clock
+neither ends a window early nor stretches it, and nothing of this is written to the API.
 """
 
 from __future__ import annotations
@@ -70,26 +89,39 @@ class ScaleDownPacer:
     ) -> Plan:
         current = target.spec_replicas
         window = float(spec.scale_down.stabilization_window_seconds)
+        up_window = float(spec.scale_up.stabilization_window_seconds)
         if history is None:
             # Seed as if the current count had just been decided. Pods still terminating mean a
             # scale-down (perhaps by the previous leader) is in flight, so the settle guard
             # applies to the next step too; an unready pod alone does not block the first one.
-            history = History(((now, current),), stepping_down=bool(target.terminating_replicas))
+            seed = ((now, current),)
+            history = History(
+                seed,
+                stepping_down=bool(target.terminating_replicas),
+                up_samples=seed if up_window > 0 else (),
+            )
         kept = tuple((t, r) for (t, r) in history.samples if now - t < window)
+        kept_up = tuple((t, r) for (t, r) in history.up_samples if now - t < up_window)
         stepping = history.stepping_down and not is_settled(target)
 
         if recommendation.replicas is None:
             # Nothing measurable: hold (within the bounds). The hold counts as a recommendation
             # of the current count, so no scale-down follows within a window of a sync that
-            # failed: a flapping source cannot shrink the fleet on its first good answer.
-            held = History((*((t, r) for (t, r) in kept if r > current), (now, current)), stepping)
+            # failed: a flapping source cannot shrink the fleet on its first good answer (nor,
+            # with a scale-up window, grow it).
+            up = _lowest(kept_up, now, current, up_window)
+            held = History(
+                (*((t, r) for (t, r) in kept if r > current), (now, current)), stepping, up
+            )
             bounded, _ = clamp(current, spec)
             if bounded == current:
                 return Plan(current, current, current, "no-measurement", held, held)
             if bounded < current:
-                written = History(((now, bounded),), True)
+                written = History(((now, bounded),), True, up)
             else:
-                written = History((*((t, r) for (t, r) in kept if r > bounded), (now, bounded)))
+                written = History(
+                    (*((t, r) for (t, r) in kept if r > bounded), (now, bounded)), up_samples=up
+                )
             return Plan(current, bounded, bounded, "no-measurement", written, held)
 
         rec = recommendation.replicas
@@ -97,14 +129,22 @@ class ScaleDownPacer:
         # (it leaves the window first), so dropping it keeps the history short without
         # changing any stabilized value.
         samples = (*((t, r) for (t, r) in kept if r > rec), (now, rec))
-        if rec >= current:
+        up_samples = _lowest(kept_up, now, rec, up_window)
+        if rec > current and up_samples:
+            # scale-up stabilization: no higher than the lowest recommendation in the window
+            desired = max(current, min(r for (_, r) in up_samples))
+        elif rec >= current:
             desired = rec
         else:
             window_max = max(r for (_, r) in samples)
             desired = min(current, window_max)
         desired, _ = clamp(desired, spec)
 
-        held_by: HeldBy | None = "stabilization" if rec < desired else None
+        held_by: HeldBy | None = None
+        if rec < desired:
+            held_by = "stabilization"
+        elif rec > desired:
+            held_by = "scale-up-stabilization"
         replicas = desired
         if desired < current:
             if stepping:
@@ -113,6 +153,12 @@ class ScaleDownPacer:
                 cap = spec.scale_down.max_step_replicas
                 if cap > 0 and current - desired > cap:
                     replicas, held_by = current - cap, "step-cap"
+        elif desired > current:
+            up_cap = spec.scale_up.max_step_replicas
+            # the step cap paces only what lies above minReplicas (the bound is not damped)
+            stepped = max(current + up_cap, spec.min_replicas)
+            if up_cap > 0 and stepped < desired:
+                replicas, held_by = stepped, "scale-up-step-cap"
 
         if replicas > spec.max_replicas:
             # Above maxReplicas (the user just lowered it): go to the bound at once, as the HPA
@@ -121,14 +167,27 @@ class ScaleDownPacer:
             if desired == replicas:  # neither the cap nor the guard holds anything back now
                 held_by = "stabilization" if rec < desired else None
 
-        unwritten = History(samples, stepping)
+        unwritten = History(samples, stepping, up_samples)
         if replicas < current:
-            written = History(((now, replicas),), True)
+            written = History(((now, replicas),), True, up_samples)
         elif replicas > current:
-            written = History(samples, False)
+            written = History(samples, False, up_samples)
         else:
             written = unwritten
         return Plan(current, desired, replicas, held_by, written, unwritten)
+
+
+def _lowest(
+    kept: tuple[tuple[float, int], ...], now: float, replicas: int, window: float
+) -> tuple[tuple[float, int], ...]:
+    """The scale-up window's samples after recording ``replicas`` now (empty while it is off).
+
+    An older sample no smaller than the new one can never be the window's minimum again (it
+    leaves the window first), so it is dropped: the history stays short (at most one sample
+    per distinct lower count) without changing any stabilized value."""
+    if window <= 0:
+        return ()
+    return (*((t, r) for (t, r) in kept if r < replicas), (now, replicas))
 
 
 class HistoryStore:

@@ -21,6 +21,7 @@ class ConditionReason(StrEnum):
     READY_FOR_NEW_SCALE = "ReadyForNewScale"
     WAITING_FOR_FLEET_TO_SETTLE = "WaitingForFleetToSettle"
     SCALE_DOWN_STABILIZED = "ScaleDownStabilized"
+    SCALE_UP_STABILIZED = "ScaleUpStabilized"
     HOLDING_REPLICAS = "HoldingReplicas"
     ROLLOUT_IN_PROGRESS = "RolloutInProgress"
     FAILED_UPDATE_SCALE = "FailedUpdateScale"

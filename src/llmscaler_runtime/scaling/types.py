@@ -35,8 +35,17 @@ DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 
 #: Which bound cut a recommendation (also the ScalingLimited condition's reason).
 Limit = Literal["TooFewReplicas", "TooManyReplicas"]
-#: Which pacing rule held this sync's write back from the recommendation.
-HeldBy = Literal["stabilization", "settle", "step-cap", "no-measurement"]
+#: Which pacing rule held this sync's write back from the recommendation. The unprefixed
+#: ones pace a scale-down; the ``scale-up-`` ones (off unless ``spec.scaleUp`` sets them) a
+#: scale-up.
+HeldBy = Literal[
+    "stabilization",
+    "settle",
+    "step-cap",
+    "no-measurement",
+    "scale-up-stabilization",
+    "scale-up-step-cap",
+]
 
 
 @attrs.frozen
@@ -138,12 +147,16 @@ class Recommendation:
 class History:
     """Per-scaler memory kept between syncs: recent recommendations and step-walk state.
 
-    ``samples`` are ``(time, replicas)`` pairs. ``stepping_down`` is set after this scaler
-    wrote a scale-down and cleared once the fleet settled, which is when the settle guard holds.
+    ``samples`` are ``(time, replicas)`` pairs for the scale-down window (only those that can
+    still be its maximum). ``stepping_down`` is set after this scaler wrote a scale-down and
+    cleared once the fleet settled, which is when the settle guard holds. ``up_samples`` are
+    the pairs that can still be the scale-up window's minimum; empty while that window is off.
+    Times are monotonic seconds.
     """
 
     samples: tuple[tuple[float, int], ...] = ()
     stepping_down: bool = False
+    up_samples: tuple[tuple[float, int], ...] = ()
 
 
 @attrs.frozen

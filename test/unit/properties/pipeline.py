@@ -7,9 +7,10 @@ spec.replicas follow the writes, and each :class:`Step` of a run says how far th
 what the metric source answers, how many pods are ready or terminating, whether a rollout is in
 progress, whether the write fails and whether the manager restarts first.
 
-:class:`Model` re-states the README's rules ("How a replica count is decided", steps 6 to 11)
-over the full log of what happened, not over the pacer's compacted history: the recommendations
-and writes inside the stabilization window, the restart seed, and the settle guard's state.
+:class:`Model` re-states the README's rules ("How a replica count is decided", steps 6 to 11,
+and "Scale-up pacing") over the full log of what happened, not over the pacer's compacted
+history: the recommendations and writes inside the stabilization window, the recommendations
+inside the scale-up window, the restart seed, and the settle guard's state.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     MetricProvider,
     MetricSpec,
     ScaleDown,
+    ScaleUp,
     TargetRef,
 )
 from llmscaler_runtime.scaling.guards import DeploymentRolloutGuard
@@ -72,6 +74,10 @@ def specs(draw: st.DrawFn) -> LLMScalerSpec:
     sync = draw(st.sampled_from([5, 15, 30]))
     ref = TargetRef("apps/v1", "Deployment", "web")
     scale_down = ScaleDown(stabilization_window_seconds=window, max_step_replicas=cap)
+    scale_up = ScaleUp(
+        stabilization_window_seconds=draw(st.sampled_from([0, 0, 0, 15, 45]) | st.integers(0, 90)),
+        max_step_replicas=draw(st.sampled_from([0, 0, 0, 1, 2, 4])),
+    )
     if draw(st.booleans()):
         return LLMScalerSpec(
             ref,
@@ -82,12 +88,13 @@ def specs(draw: st.DrawFn) -> LLMScalerSpec:
             custom_provider=CustomProvider("svc"),
             sync_period_seconds=sync,
             scale_down=scale_down,
+            scale_up=scale_up,
         )
     targets = draw(st.lists(st.sampled_from(["1", "0.8", "2", "50"]), min_size=1, max_size=2))
     metrics = tuple(MetricSpec(f"m{i}", f"q{i}", t) for i, t in enumerate(targets))
     return LLMScalerSpec(
         ref, "http://prometheus", lo, hi, metrics=metrics, sync_period_seconds=sync,
-        scale_down=scale_down,
+        scale_down=scale_down, scale_up=scale_up,
     )  # fmt: skip
 
 
@@ -205,25 +212,33 @@ class Model:
 
     ``events`` are ``(time, replicas)``: every recommendation a sync made, every successful
     write, and the restart seed (the target's spec.replicas at the first sync after a restart).
-    After a restart the log starts again from the seed, since a new process knows nothing else.
+    ``recommended`` is the same without the writes: the scale-up window (like the HPA's) looks
+    at recommendations only. After a restart both logs start again from the seed, since a new
+    process knows nothing else.
     """
 
     spec: LLMScalerSpec
     events: list[tuple[float, int]] = attrs.field(factory=list)
+    recommended: list[tuple[float, int]] = attrs.field(factory=list)
     stepping: bool = False  # a scale-down step was written and the fleet has not settled
     seeded: bool = False
 
     def restart(self) -> None:
-        self.events, self.seeded = [], False
+        self.events, self.recommended, self.seeded = [], [], False
 
     def in_window(self, now: float) -> list[int]:
         window = self.spec.scale_down.stabilization_window_seconds
         return [r for (t, r) in self.events if now - t < window]
 
+    def in_up_window(self, now: float) -> list[int]:
+        window = self.spec.scale_up.stabilization_window_seconds
+        return [r for (t, r) in self.recommended if now - t < window]
+
     def before(self, target: TargetView, now: float) -> None:
         """What a paced sync knows before it decides (seed, settle guard)."""
         if not self.seeded:
             self.events = [(now, target.spec_replicas)]
+            self.recommended = [(now, target.spec_replicas)]
             self.stepping = bool(target.terminating_replicas)
             self.seeded = True
         settled = target.ready_replicas == target.spec_replicas and not target.terminating_replicas
@@ -235,9 +250,15 @@ class Model:
         if rec is None:
             bounded, _ = clamp(current, spec)
             return bounded, bounded
-        # step 7: up at once; step 8: down only to the highest count in the window
+        # step 7: up at once, or only to the lowest recommendation in the scale-up window;
+        # step 8: down only to the highest count in the window
         highest = max([rec, *self.in_window(now)])
-        desired, _ = clamp(rec if rec >= current else min(current, highest), spec)
+        lowest = min([rec, *self.in_up_window(now)])
+        if rec > current:
+            desired = max(current, lowest)
+        else:
+            desired = rec if rec == current else min(current, highest)
+        desired, _ = clamp(desired, spec)
         replicas = desired
         if desired < current:
             cap = spec.scale_down.max_step_replicas
@@ -245,14 +266,20 @@ class Model:
                 replicas = current
             elif cap and current - desired > cap:
                 replicas = current - cap
+        up_cap = spec.scale_up.max_step_replicas
+        if desired > current and up_cap:
+            # the scale-up step cap, except for what lies below minReplicas
+            replicas = min(desired, max(current + up_cap, spec.min_replicas))
         return desired, min(replicas, spec.max_replicas)
 
     def after(self, out: Outcome, now: float) -> None:
         assert out.plan is not None
         if out.recommended is not None:
             self.events.append((now, out.recommended))
+            self.recommended.append((now, out.recommended))
         else:  # a sync that measured nothing holds the current count, and that counts
             self.events.append((now, out.plan.current))
+            self.recommended.append((now, out.plan.current))
         if out.written:
             self.events.append((now, out.plan.replicas))
             self.stepping = out.plan.replicas < out.plan.current

@@ -50,6 +50,15 @@ def scalers(draw: st.DrawFn) -> dict[str, Any]:
         behavior=draw(st.sampled_from(["CacheAware", "None"])),
         sync=SYNC,
         retry=RETRY,
+        scale_up=draw(
+            st.none()
+            | st.fixed_dictionaries(
+                {
+                    "stabilizationWindowSeconds": st.sampled_from([0, 15, 40]),
+                    "maxStepReplicas": st.sampled_from([0, 1, 3]),
+                }
+            )
+        ),
     )
 
 

@@ -312,6 +312,7 @@ def scaler_obj(
     generation: int = 1,
     sync: int = 15,
     retry: int = 10,
+    scale_up: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "targetRef": {"apiVersion": target[0], "kind": target[1], "name": target[2]},
@@ -333,6 +334,8 @@ def scaler_obj(
         spec["customProvider"] = {"serviceId": "svc"}
     if deletion_cost_query:
         spec["scaleDown"]["deletionCostQuery"] = deletion_cost_query
+    if scale_up is not None:
+        spec["scaleUp"] = scale_up
     if preemption:
         spec["preemption"] = {"enable": True, "priorityClass": "high"}
     return {

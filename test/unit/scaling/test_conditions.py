@@ -64,6 +64,21 @@ def test_able_names_the_write_the_step_cap_and_each_hold() -> None:
     assert conditions.able(TARGET, plan(4, 4, 4), scaled=False).reason == "ReadyForNewScale"
 
 
+def test_able_names_what_held_a_scale_up() -> None:
+    capped = conditions.able(TARGET, plan(4, 20, 8, "scale-up-step-cap"), scaled=True)
+    assert capped.reason == "SucceededRescale"
+    assert capped.message == "Set Deployment web to 8 replicas (step capped; heading to 20)."
+    partial = conditions.able(TARGET, plan(4, 6, 6, "scale-up-stabilization"), scaled=True)
+    assert partial.reason == "SucceededRescale"
+    assert "lowest recommendation within the scale-up stabilization window" in partial.message
+    held = conditions.able(TARGET, plan(4, 4, 4, "scale-up-stabilization"), scaled=False)
+    assert held.reason == "ScaleUpStabilized"
+    assert held.message == (
+        "Holding at 4 replicas: a lower recommendation was seen within the scale-up "
+        "stabilization window."
+    )
+
+
 def test_active_lists_the_skipped_metrics_by_name() -> None:
     m = Measurement(
         provider="Prometheus",

@@ -1,23 +1,33 @@
-"""Scale-down pacing: stabilization, hold after a write, re-clamp, seeding, step cap, settle."""
+"""Pacing: scale-down stabilization, hold after a write, re-clamp, seeding, step cap, settle;
+scale-up stabilization and step cap (spec.scaleUp)."""
 
 from __future__ import annotations
 
 import attrs
 
-from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, TargetRef
+from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec, ScaleDown, ScaleUp, TargetRef
 from llmscaler_runtime.scaling.pacing import HistoryStore, ScaleDownPacer
 from llmscaler_runtime.scaling.types import History, Plan, Recommendation, TargetView
 
 T0 = 1000.0
 
 
-def spec(window: int = 0, step: int = 0, min_r: int = 1, max_r: int = 20) -> LLMScalerSpec:
+def spec(
+    window: int = 0,
+    step: int = 0,
+    min_r: int = 1,
+    max_r: int = 20,
+    *,
+    up_window: int = 0,
+    up_step: int = 0,
+) -> LLMScalerSpec:
     return LLMScalerSpec(
         TargetRef("apps/v1", "Deployment", "web"),
         "http://p",
         min_r,
         max_r,
         scale_down=ScaleDown(stabilization_window_seconds=window, max_step_replicas=step),
+        scale_up=ScaleUp(stabilization_window_seconds=up_window, max_step_replicas=up_step),
     )
 
 
@@ -263,3 +273,128 @@ def test_a_restart_mid_walk_down_still_waits_for_terminating_pods() -> None:
         ).replicas
         == 8
     )
+
+
+# --- scale-up pacing (spec.scaleUp; off by default) -------------------------------------------
+
+
+def test_scale_up_window_grows_only_to_the_lowest_recommendation_in_the_window() -> None:
+    sim = Sim(spec(up_window=60, max_r=50), 1)
+    sim.sync(1, T0)
+    burst = sim.sync(40, T0 + 15)  # 1 was recommended 15 s ago: hold
+    assert (burst.replicas, burst.desired, burst.held_by) == (1, 1, "scale-up-stabilization")
+    sim.sync(10, T0 + 30)
+    sim.sync(40, T0 + 45)
+    # at T0+60 the 1 has left the window; the lowest left is 10 (at T0+30)
+    partial = sim.sync(40, T0 + 60)
+    assert (partial.replicas, partial.desired, partial.held_by) == (
+        10,
+        10,
+        "scale-up-stabilization",
+    )
+    assert sim.sync(40, T0 + 89).replicas == 10
+    full = sim.sync(40, T0 + 90)  # 10 (at T0+30) has left: every sample in the window is 40
+    assert (full.replicas, full.held_by) == (40, None)
+
+
+def test_a_burst_shorter_than_the_scale_up_window_adds_nothing() -> None:
+    sim = Sim(spec(up_window=60, max_r=50), 2)
+    sim.sync(2, T0)
+    for i in range(1, 4):
+        assert sim.sync(30, T0 + 15 * i).replicas == 2
+    assert sim.sync(2, T0 + 60).replicas == 2  # the burst is over before the window passed
+    assert sim.sync(30, T0 + 75).replicas == 2  # and a new one starts its own window
+
+
+def test_scale_up_window_does_not_hold_a_scale_down_or_the_scale_down_window_a_scale_up() -> None:
+    both = spec(window=60, up_window=60)
+    sim = Sim(both, 5)
+    sim.sync(5, T0)
+    assert sim.sync(2, T0 + 60).replicas == 2  # the up window keeps no higher count
+    sim2 = Sim(spec(window=60), 5)
+    assert sim2.sync(9, T0).replicas == 9  # without an up window scale-up stays immediate
+
+
+def test_first_sync_seeds_the_scale_up_window_too() -> None:
+    # as in the HPA (and as the scale-down window): a restarted manager waits one window
+    s = spec(up_window=30)
+    plan = pace(None, s, view(2), rec(8), T0)
+    assert (plan.replicas, plan.held_by) == (2, "scale-up-stabilization")
+    assert plan.history_if_written.up_samples == ((T0, 2), (T0, 8))
+    plan = pace(plan.history_if_written, s, view(2), rec(8), T0 + 30)
+    assert plan.replicas == 8
+
+
+def test_a_sync_that_measured_nothing_holds_the_scale_up_window() -> None:
+    s = spec(up_window=60)
+    good = pace(None, s, view(3), rec(3), T0)
+    failed = pace(good.history_if_written, s, view(3), rec(None), T0 + 50)
+    assert failed.history_if_written.up_samples == ((T0 + 50, 3),)
+    high = pace(failed.history_if_written, s, view(3), rec(9), T0 + 70)
+    assert (high.replicas, high.held_by) == (3, "scale-up-stabilization")
+    assert pace(high.history_if_written, s, view(3), rec(9), T0 + 110).replicas == 9
+
+
+def test_a_failed_write_keeps_the_scale_up_window() -> None:
+    s = spec(up_window=60)
+    plan = pace(History(((T0, 3),), up_samples=((T0, 3),)), s, view(3), rec(9), T0 + 60)
+    assert plan.replicas == 9
+    assert plan.history_if_failed.up_samples == plan.history_if_written.up_samples
+    assert plan.history_if_failed.up_samples == ((T0 + 60, 9),)
+
+
+def test_scale_up_history_keeps_only_samples_that_can_still_be_the_minimum() -> None:
+    s = spec(up_window=1000, max_r=50)
+    history = None
+    for i, r in enumerate([5, 2, 8, 4, 6, 6, 3]):
+        history = pace(history, s, view(2), rec(r), T0 + i).history_if_written
+    assert history is not None
+    # the seed (2) and the 2 dominate what came before them; 3 replaced 4 and 6
+    assert [r for (_, r) in history.up_samples] == [2, 3]
+    # the window is off: nothing is kept at all
+    off = pace(None, spec(max_r=50), view(2), rec(5), T0).history_if_written
+    assert off.up_samples == ()
+
+
+def test_scale_up_step_cap_bounds_each_write_and_desired_is_the_destination() -> None:
+    sim = Sim(spec(up_step=4, max_r=50), 1)
+    walk = []
+    for i in range(12):
+        plan = sim.sync(40, T0 + 15 * i)
+        walk.append((plan.replicas, plan.held_by))
+        assert plan.desired == 40
+    assert [r for r, _ in walk] == [5, 9, 13, 17, 21, 25, 29, 33, 37, 40, 40, 40]
+    assert {h for _, h in walk[:9]} == {"scale-up-step-cap"} and walk[9][1] is None
+
+
+def test_scale_up_step_cap_has_no_settle_guard() -> None:
+    # pods that fail readiness under overload must not stop the fleet from growing
+    sim = Sim(spec(up_step=2, max_r=50), 4)
+    assert sim.sync(20, T0).replicas == 6
+    assert sim.sync(20, T0 + 15, ready=3).replicas == 8
+
+
+def test_scale_up_step_cap_does_not_limit_a_scale_down() -> None:
+    assert pace(None, spec(up_step=1), view(9), rec(2), T0).replicas == 2
+
+
+def test_scale_up_step_cap_does_not_damp_raising_the_fleet_to_min_replicas() -> None:
+    # 0 -> minReplicas 5 in one write; only what lies above the bound is paced
+    plan = pace(None, spec(up_step=2, min_r=5, max_r=50), view(0), rec(20), T0)
+    assert (plan.replicas, plan.desired, plan.held_by) == (5, 20, "scale-up-step-cap")
+    exact = pace(None, spec(up_step=2, min_r=5, max_r=50), view(0), rec(5), T0)
+    assert (exact.replicas, exact.held_by) == (5, None)
+
+
+def test_scale_up_window_does_not_damp_raising_the_fleet_to_min_replicas() -> None:
+    # the seed (1) is below the new minReplicas 4: the bound applies at once anyway
+    plan = pace(None, spec(up_window=300, min_r=4), view(1), rec(6), T0)
+    assert (plan.replicas, plan.desired, plan.held_by) == (4, 4, "scale-up-stabilization")
+
+
+def test_window_and_cap_together_bound_a_burst_from_1_to_40() -> None:
+    """The README's example: a 60 s window, 4 replicas a step, a 15 s period."""
+    sim = Sim(spec(up_window=60, up_step=4, max_r=40), 1)
+    sim.sync(1, T0)
+    sizes = [sim.sync(40, T0 + 15 * i).replicas for i in range(1, 15)]
+    assert sizes == [1, 1, 1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 40, 40]

@@ -592,12 +592,35 @@ class HeaderSource:
 
 
 @api_type(
-    "How the fleet grows. By default scale-up is immediate: every field here is off until set."
+    "How fast the fleet may grow. By default scale-up is immediate: every field here is off "
+    "until set."
 )
 @attrs.frozen
 class ScaleUp:
-    """Scale-up damping: the tolerance band."""
+    """Scale-up damping: stabilization window, step cap and the tolerance band."""
 
+    stabilization_window_seconds: int = attrs.field(
+        default=0,
+        metadata=schema(
+            "Scale up only to the lowest recommendation seen within this many seconds, so a "
+            "burst must last the whole window before replicas are added (the HPA's "
+            "behavior.scaleUp.stabilizationWindowSeconds). A sync that could not measure "
+            "counts as a recommendation of the current count. 0 turns the window off.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
+    max_step_replicas: int = attrs.field(
+        default=0,
+        metadata=schema(
+            "Most replicas added by one scale-up write; 0 means no limit. The next step is "
+            "taken at the next sync (every syncPeriodSeconds), so the fleet grows by at most "
+            "this many replicas per sync period. Does not apply to bringing a fleet below "
+            "minReplicas up to minReplicas.",
+            format=_INT32,
+            minimum=0,
+        ),
+    )
     tolerance: str = attrs.field(
         default="0",
         metadata=schema(
@@ -614,7 +637,7 @@ class ScaleUp:
         return parse_tolerance(self.tolerance, path="spec.scaleUp.tolerance")
 
 
-@api_type("How fast the fleet may shrink and which pods go first. Scale-up is never delayed.")
+@api_type("How fast the fleet may shrink and which pods go first.")
 @attrs.frozen
 class ScaleDown:
     """Scale-down damping (stabilization window, step cap) and cache-aware victim choice."""
@@ -1139,9 +1162,10 @@ class LLMScalerStatus:
     desired_replicas: int | None = attrs.field(
         default=None,
         metadata=schema(
-            "Last recommendation after clamping to the bounds and scale-down stabilization, "
-            "before the maxStepReplicas cap: the destination of a stepped scale-down. In "
-            "advisory mode, where the scaler would send the fleet from its actual size.",
+            "Last recommendation after clamping to the bounds and stabilization (scale-down "
+            "and scale-up windows), before the maxStepReplicas caps: the destination of a "
+            "stepped scale-down or scale-up. In advisory mode, where the scaler would send "
+            "the fleet from its actual size.",
             format=_INT32,
             minimum=0,
         ),
