@@ -252,6 +252,11 @@ def _window(**over: Any) -> dict[str, Any]:
             {"scaleDown": {"tolerance": "10%"}},
             "tolerance must be a plain decimal number from 0 up to, but not including, 1",
         ),
+        (
+            "activation-threshold-negative",
+            {"metrics": [{"query": "q", "target": "1", "activationThreshold": "-1"}]},
+            "activationThreshold must be a plain decimal number of at least 0",
+        ),
     ],
 )
 def test_cel_rules_reject_bad_scalers(

@@ -53,6 +53,7 @@ def log_decision(
         baseline=rec.baseline,
         votes={v.name: v.replicas for v in rec.per_metric},
         tolerated=[v.name for v in rec.per_metric if v.tolerated],
+        inactive=[v.name for v in rec.per_metric if v.inactive],
         tolerance_up=spec.scale_up.tolerance,
         tolerance_down=spec.scale_down.tolerance,
         unclamped=rec.unclamped,

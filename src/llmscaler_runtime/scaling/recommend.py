@@ -15,6 +15,11 @@ veto a scale-down (as in the HPA, where each metric's proposal is computed with 
 the maximum is taken). Like the HPA it is skipped at zero replicas, where "no change" would mean
 "never wake". With both tolerances 0 (the default) there is no band at all, so a ratio of exactly
 1 still votes ceil(baseline), as it always has.
+
+At zero replicas a metric with an ``activationThreshold`` votes 0 unless its value is above the
+threshold (KEDA's activation rule), so the fleet wakes when any metric is active. Without one the
+rule is today's: any value above 0 wakes it. The Custom provider has no such field: its decision
+is already an absolute count, and "stay at zero" is a decision the server makes.
 """
 
 from __future__ import annotations
@@ -144,7 +149,12 @@ class HpaRecommender:
         for reading in measurement.readings:
             if reading.value is None:
                 continue
-            if band.holds(reading.value, reading.target):
+            threshold = reading.activation_threshold
+            if current == 0 and threshold is not None and reading.value <= threshold:
+                vote = MetricRecommendation(
+                    reading.name, reading.value, reading.target, 0, inactive=True
+                )
+            elif band.holds(reading.value, reading.target):
                 vote = MetricRecommendation(
                     reading.name, reading.value, reading.target, current, tolerated=True
                 )
@@ -168,6 +178,11 @@ class HpaRecommender:
 
 def _why(winner: MetricRecommendation, baseline: int, band: Tolerances) -> str:
     """How the winning vote came about, for Events and the decision log."""
+    if winner.inactive:
+        return (
+            f"metric {winner.name!r}: {winner.value:g} is not above its activationThreshold, "
+            "staying at zero"
+        )
     if winner.tolerated:
         return (
             f"metric {winner.name!r}: {winner.value:g} / {winner.target:g} is within the "

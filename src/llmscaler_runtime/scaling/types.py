@@ -84,6 +84,8 @@ class MetricReading:
     target: float
     value: float | None = None
     error: str | None = None
+    #: the metric's activationThreshold: at zero replicas, values up to it do not wake the fleet
+    activation_threshold: float | None = None
 
 
 @attrs.frozen
@@ -124,6 +126,8 @@ class MetricRecommendation:
     replicas: int
     #: the ratio was inside the tolerance band, so the vote is the current count
     tolerated: bool = False
+    #: at zero replicas the value was not above the activationThreshold, so the vote is 0
+    inactive: bool = False
 
 
 @attrs.frozen

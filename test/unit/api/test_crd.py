@@ -24,6 +24,7 @@ from llmscaler_runtime.api.v1alpha1 import (
     LLMScalerStatus,
     ScaleDown,
     SpecError,
+    parse_activation_threshold,
     parse_target,
     parse_tolerance,
 )
@@ -172,6 +173,7 @@ def test_cel_rules_compile_and_sit_where_expected() -> None:
     rules = _rules_by_path()
     assert sorted(rules) == [
         ".spec",
+        ".spec.metrics[].activationThreshold",
         ".spec.metrics[].target",
         ".spec.scaleDown.tolerance",
         ".spec.scaleUp.tolerance",
@@ -255,6 +257,21 @@ def test_tolerance_rule_agrees_with_the_parser(path: str, text: str) -> None:
         assert 0.0 <= parse_tolerance(text) < 1.0
     assert python_ok == (text in {"0", "0.1", "0.0", ".5", "+0.25", "0.999", "1e-1", "0.10",
                                   "9e-99"})  # fmt: skip
+
+
+THRESHOLDS = ["0", "0.5", "3", "+1", ".25", "1e2", "1e99", "-1", "-0", "10%", "inf", "1e100",
+              "nan", " 1", "0x1"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", THRESHOLDS)
+def test_activation_threshold_rule_agrees_with_the_parser(text: str) -> None:
+    (rule,) = _rules_by_path()[".spec.metrics[].activationThreshold"]
+    python_ok = _rule_for(rule).check(text) is None
+    assert _cel(rule["rule"], text) == python_ok
+    assert python_ok == (text in {"0", "0.5", "3", "+1", ".25", "1e2", "1e99"})
+    if python_ok:
+        value = parse_activation_threshold(text)
+        assert math.isfinite(value) and value >= 0
 
 
 def _rule_for(entry: dict[str, Any]) -> Rule:

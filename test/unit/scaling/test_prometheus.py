@@ -129,6 +129,24 @@ def test_one_failing_metric_does_not_hide_the_others(
     assert m.usable and len(m.errors) == 1
 
 
+def test_each_reading_carries_its_metrics_activation_threshold(
+    provider: PrometheusProvider, server: ScriptedServer
+) -> None:
+    server.respond = lambda _r: prom_vector(({}, "0.3"))
+    s = scaler(
+        server.url,
+        [
+            {"name": "gated", "query": "a", "target": "1", "activationThreshold": "0.5"},
+            {"name": "plain", "query": "b", "target": "1"},
+        ],
+    )
+    m = provider.fetch(s, 5.0)
+    assert [(r.name, r.activation_threshold) for r in m.readings] == [
+        ("gated", 0.5),
+        ("plain", None),
+    ]
+
+
 def test_range_vector_result_is_refused() -> None:
     body = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
     with pytest.raises(MetricError, match="matrix"):

@@ -227,3 +227,52 @@ def test_tolerance_does_not_apply_to_a_custom_decision() -> None:
 def test_zero_tolerances_change_nothing_even_at_a_ratio_of_one() -> None:
     assert rec(spec(), view(4, 3), prom((0.8, 0.8))).replicas == 3  # ceil(3 * 1.0), as before
     assert rec(spec(up="0", down="0.0"), view(4, 3), prom((0.8, 0.8))).replicas == 3
+
+
+# --- activationThreshold (per metric, at zero replicas; KEDA's activation) ------------------
+
+
+def prom_at(*values: tuple[float | None, float, float | None]) -> Measurement:
+    """Readings with (value, target, activationThreshold)."""
+    return Measurement(
+        "Prometheus",
+        tuple(
+            MetricReading(f"m{i}", "q", t, value=v, activation_threshold=a)
+            for i, (v, t, a) in enumerate(values)
+        ),
+    )
+
+
+def test_at_zero_a_value_not_above_the_threshold_does_not_wake_the_fleet() -> None:
+    s = spec(min_r=0)
+    quiet = rec(s, view(0, 0), prom_at((2.0, 1.0, 2.0)))
+    assert quiet.replicas == 0 and quiet.per_metric[0].inactive
+    assert "not above its activationThreshold" in quiet.reason
+    woken = rec(s, view(0, 0), prom_at((2.5, 1.0, 2.0)))
+    assert woken.replicas == 3 and not woken.per_metric[0].inactive  # ceil(1 * 2.5 / 1)
+
+
+def test_without_a_threshold_any_value_above_zero_wakes_the_fleet_as_before() -> None:
+    s = spec(min_r=0)
+    assert rec(s, view(0, 0), prom_at((0.01, 1.0, None))).replicas == 1
+    assert rec(s, view(0, 0), prom_at((0.0, 1.0, None))).replicas == 0
+    assert rec(s, view(0, 0), prom_at((0.01, 1.0, 0.0))).replicas == 1  # "0" is the same
+
+
+def test_any_active_metric_wakes_the_fleet() -> None:
+    s = spec(min_r=0)
+    r = rec(s, view(0, 0), prom_at((0.4, 1.0, 0.5), (3.0, 2.0, 1.0)))
+    assert [v.inactive for v in r.per_metric] == [True, False] and r.replicas == 2
+
+
+def test_the_threshold_has_no_effect_while_replicas_run() -> None:
+    s = spec(min_r=0)
+    # 2 ready, value 0.4 below the threshold 1: the ratio still votes ceil(2 * 0.4) = 1
+    assert rec(s, view(2, 2), prom_at((0.4, 1.0, 1.0))).replicas == 1
+    # and a first rollout (nothing ready, spec.replicas > 0) is not "at zero"
+    assert rec(s, view(3, 0), prom_at((0.4, 1.0, 1.0))).replicas == 2
+
+
+def test_min_replicas_still_applies_at_zero() -> None:
+    # a fleet at zero below minReplicas 2 is raised to the bound whatever the threshold says
+    assert rec(spec(min_r=2), view(0, 0), prom_at((0.1, 1.0, 5.0))).replicas == 2

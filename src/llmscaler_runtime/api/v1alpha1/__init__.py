@@ -40,6 +40,7 @@ from .types import (
     SecretKeySelector,
     TargetRef,
     Weekday,
+    parse_activation_threshold,
     parse_target,
     parse_tolerance,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "SpecError",
     "TargetRef",
     "Weekday",
+    "parse_activation_threshold",
     "parse_target",
     "parse_tolerance",
 ]

@@ -395,6 +395,39 @@ SCHEDULE_RANGE_RULE = Rule(
 )
 
 
+def parse_activation_threshold(
+    text: str, *, path: str = "spec.metrics[].activationThreshold"
+) -> float:
+    """Parse an activation threshold strictly: a plain decimal of at least 0 (finite by the
+    pattern's two-digit exponent). A negative one would mean the same as 0, since a value of 0
+    or less never wakes the fleet, so the sign is refused rather than kept as a surprise."""
+    if not isinstance(text, str):
+        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
+    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
+        raise SpecError(
+            [f"{path}: {text!r} is not a plain decimal number of at least 0, such as '0.5'"]
+        )
+    return float(text)
+
+
+def _check_activation_threshold(value: Any) -> str | None:
+    try:
+        parse_activation_threshold(value)
+    except SpecError as err:
+        return err.problems[0].split(": ", 1)[1]
+    return None
+
+
+ACTIVATION_THRESHOLD_RULE = Rule(
+    rule=f"self.matches('{TARGET_PATTERN}')",
+    message=(
+        "activationThreshold must be a plain decimal number of at least 0, such as '0.5'; "
+        "a sign, a % suffix or inf is not accepted"
+    ),
+    check=_check_activation_threshold,
+)
+
+
 def _check_tolerance(value: Any) -> str | None:
     try:
         parse_tolerance(value)
@@ -490,11 +523,35 @@ class MetricSpec:
         )
     )
 
+    activation_threshold: str | None = attrs.field(
+        default=None,
+        metadata=schema(
+            "At zero replicas, the fleet wakes only when this metric's value is above this "
+            "threshold (KEDA's activationThreshold), so noise does not start a GPU. A quoted "
+            "number of at least 0 on the query's scale. Unset, any value above 0 wakes the "
+            "fleet. It has no effect while replicas run: the fleet still shrinks to zero "
+            "only when the ratio asks for it.",
+            min_length=1,
+            max_length=TARGET_MAX_LENGTH,
+            rules=(ACTIVATION_THRESHOLD_RULE,),
+        ),
+    )
+
     @property
     def target_value(self) -> float:
         """The target as a number; raises SpecError when it is not finite and positive."""
         where = f"spec.metrics[name={self.name}].target" if self.name else "spec.metrics[].target"
         return parse_target(self.target, path=where)
+
+    @property
+    def activation_threshold_value(self) -> float | None:
+        """The activation threshold as a number, None when unset; raises SpecError."""
+        if self.activation_threshold is None:
+            return None
+        where = f"spec.metrics[name={self.name}]" if self.name else "spec.metrics[]"
+        return parse_activation_threshold(
+            self.activation_threshold, path=f"{where}.activationThreshold"
+        )
 
 
 @api_type("Settings for metricProvider Custom: which decision of the decision server to follow.")

@@ -233,7 +233,15 @@ class PrometheusProvider:
             except MetricError as exc:
                 readings.append(MetricReading(name, metric.query, target, error=str(exc)))
                 continue
-            readings.append(MetricReading(name, metric.query, target, value=value))
+            readings.append(
+                MetricReading(
+                    name,
+                    metric.query,
+                    target,
+                    value=value,
+                    activation_threshold=metric.activation_threshold_value,
+                )
+            )
         return Measurement(MetricProvider.PROMETHEUS.value, tuple(readings))
 
     def pod_costs(self, scaler: LLMScaler, budget: float) -> Mapping[str, int]:
