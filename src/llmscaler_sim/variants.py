@@ -6,13 +6,16 @@ field paths instead of producing figures for a scaler that could never exist.
 
 ``--set path=v1,v2`` overrides any spec field by its camelCase path as written in YAML
 (``scaleDown.stabilizationWindowSeconds``, ``metrics[0].target``); each value is read as YAML
-(``0`` is a number, ``None`` the string the behavior field takes). Several ``--set`` options
-give the cross product of their values.
+(``0`` is a number, ``None`` the string the behavior field takes), except that a field the API
+declares as a string keeps the text as written, so the quoted numbers (``metrics[0].target``,
+``scaleUp.tolerance``) take ``--set scaleUp.tolerance=0,0.1`` without quotes. Several ``--set``
+options give the cross product of their values.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +25,7 @@ import attrs
 import yaml
 
 from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND, LLMScaler, MetricProvider, SpecError
+from llmscaler_runtime.api.v1alpha1.crd import openapi_schema
 
 __all__ = [
     "BASELINES",
@@ -33,15 +37,18 @@ __all__ = [
     "parse_set",
 ]
 
-#: Baselines run beside the user's variants, as overrides of the first spec. Issue 14 adds
-#: ``scaleUp.tolerance``/``scaleDown.tolerance``; once those fields exist the HPA baseline
-#: gains ``"scaleUp.tolerance": 0.1, "scaleDown.tolerance": 0.1`` (the HPA's 10 % dead band).
+#: Baselines run beside the user's variants, as overrides of the first spec.
 BASELINES: Mapping[str, Mapping[str, Any]] = {
-    # The HPA's defaults: 300 s scale-down stabilization, no step cap, no victim hints.
+    # The HPA's defaults: 300 s scale-down stabilization, no step cap, no victim hints, the
+    # 10 % dead band both ways (--horizontal-pod-autoscaler-tolerance) and no scale-up window.
     "hpa-defaults": {
         "scaleDown.stabilizationWindowSeconds": 300,
         "scaleDown.maxStepReplicas": 0,
         "scaleDown.behavior": "None",
+        "scaleUp.tolerance": "0.1",
+        "scaleDown.tolerance": "0.1",
+        "scaleUp.stabilizationWindowSeconds": 0,
+        "scaleUp.maxStepReplicas": 0,
     },
     # The spec as given, with cache-aware scale-down off: what the victim hints are worth.
     "cache-aware-off": {"scaleDown.behavior": "None"},
@@ -109,18 +116,46 @@ def _split_values(text: str) -> list[str]:
 
 
 def parse_set(text: str) -> tuple[str, list[Any]]:
-    """``path=v1,v2`` -> (path, [v1, v2]) with each value read as YAML."""
+    """``path=v1,v2`` -> (path, [v1, v2]) with each value read as YAML, or kept as text where
+    the API declares a string (see the module docstring)."""
     path, eq, raw = text.partition("=")
     path = path.strip()
     if not eq or not path:
         raise VariantError(f"--set {text!r}: expected path=value[,value...]")
+    path = path.removeprefix("spec.")
+    textual = _is_string_field(path)
     values: list[Any] = []
     for part in _split_values(raw):
         try:
-            values.append(yaml.safe_load(part) if part.strip() else "")
+            value = yaml.safe_load(part) if part.strip() else ""
         except yaml.YAMLError:
-            values.append(part)
-    return path.removeprefix("spec."), values
+            value = part
+        if textual and isinstance(value, int | float) and not isinstance(value, bool):
+            value = part.strip()  # "0.10" stays "0.10", not the float 0.1 re-printed
+        values.append(value)
+    return path, values
+
+
+@functools.cache
+def _spec_schema() -> Mapping[str, Any]:
+    spec: Mapping[str, Any] = openapi_schema()["properties"]["spec"]
+    return spec
+
+
+def _is_string_field(path: str) -> bool:
+    """Whether ``spec.<path>`` is a string in the CRD's schema (False for an unknown path,
+    which then fails validation with the decoder's own message)."""
+    try:
+        segs = _segments(path)
+    except VariantError:
+        return False
+    node: Mapping[str, Any] = _spec_schema()
+    for seg in segs:
+        child = node.get("items") if isinstance(seg, int) else node.get("properties", {}).get(seg)
+        if not isinstance(child, Mapping):
+            return False
+        node = child
+    return node.get("type") == "string"
 
 
 def _segments(path: str) -> list[str | int]:
@@ -177,6 +212,7 @@ def _validated(name: str, obj: Mapping[str, Any]) -> LLMScaler:
 _SHORT = {
     "stabilizationWindowSeconds": "window",
     "maxStepReplicas": "maxStep",
+    "tolerance": "tol",
     "deletionCostQuery": "costQuery",
     "syncPeriodSeconds": "sync",
 }

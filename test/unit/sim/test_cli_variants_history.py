@@ -46,6 +46,42 @@ def test_set_gives_the_cross_product_plus_the_baselines() -> None:
     assert base["spec"]["scaleDown"]["maxStepReplicas"] == 1  # the input is not modified
 
 
+def test_set_takes_quoted_number_fields_unquoted_and_keeps_their_text() -> None:
+    base = load_scaler(SPEC)
+    variants = build_variants(
+        [("s", base)], ["scaleUp.tolerance=0,0.10", "metrics[0].target=0.5"], baselines=False
+    )
+    assert [v.name for v in variants] == ["tol=0, target=0.5", "tol=0.10, target=0.5"]
+    assert [v.scaler.spec.scale_up.tolerance for v in variants] == ["0", "0.10"]
+    assert variants[0].scaler.spec.metrics[0].target == "0.5"
+    # a number field still reads the YAML number
+    (v,) = build_variants([("s", base)], ["scaleUp.maxStepReplicas=4"], baselines=False)
+    assert v.scaler.spec.scale_up.max_step_replicas == 4
+
+
+def test_the_hpa_baseline_has_the_hpas_ten_percent_dead_band() -> None:
+    variants = build_variants([("s", load_scaler(SPEC))])
+    hpa = next(v for v in variants if v.name == "hpa-defaults").scaler.spec
+    assert (hpa.scale_up.tolerance, hpa.scale_down.tolerance) == ("0.1", "0.1")
+    assert hpa.scale_down.stabilization_window_seconds == 300
+    assert hpa.scale_up.stabilization_window_seconds == 0 == hpa.scale_up.max_step_replicas
+
+
+def test_cli_compares_scale_up_tolerances(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``llmscaler-sim --set scaleUp.tolerance=0,0.1`` runs both variants and the baselines."""
+    out = tmp_path / "run"
+    code = main(
+        [str(SPEC), "--trace", str(SAMPLE), "--set", "scaleUp.tolerance=0,0.1", "--out", str(out)]
+    )
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads(out.with_suffix(".json").read_text())
+    names = [v["name"] for v in doc["variants"]]
+    assert names == ["tol=0", "tol=0.1", "hpa-defaults", "cache-aware-off"]
+    assert all(v["figures"]["syncs"] > 1000 for v in doc["variants"])
+
+
 def test_set_on_a_list_item_and_a_query_with_commas() -> None:
     base = load_scaler(SPEC)
     q = 'avg(vllm:num_requests_waiting{namespace="default", app="vllm-opt-125m"})'
