@@ -295,6 +295,10 @@ def test_kubectl_shows_printer_columns_and_explains_fields(env: Any) -> None:
     assert "0 means no limit" in proc.stdout
     advisory = kubectl_ok(env, "explain", "llmscaler.spec.advisory")
     assert "nothing is written to the target" in " ".join(advisory.split()), advisory
+    tolerance = kubectl_ok(env, "explain", "llmscaler.spec.scaleUp.tolerance")
+    assert "KEP-4951" in tolerance, tolerance
+    threshold = kubectl_ok(env, "explain", "llmscaler.spec.metrics.activationThreshold")
+    assert "KEDA's activationThreshold" in " ".join(threshold.split()), threshold
 
 
 # --- RBAC: every call the real manager makes is granted by config/rbac ------------------------
