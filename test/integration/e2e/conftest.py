@@ -28,6 +28,11 @@ def decisions() -> Iterator[DecisionServer]:
         yield server
 
 
+def target_deployment(kube: Any, namespace: str, name: str) -> dict[str, Any]:
+    """The Deployment as the API server has it now."""
+    return kube.get("apps/v1", "Deployment", name, namespace)  # type: ignore[no-any-return]
+
+
 def deployment(name: str, namespace: str, replicas: int, **labels: str) -> dict[str, Any]:
     pod_labels = {"app": name, **labels}
     return {

@@ -22,7 +22,13 @@ import pytest
 
 from llmscaler_runtime.testkit._http import LocalHTTPServer, LoopbackService, send
 from llmscaler_runtime.testkit.decision_server import DecisionServer
-from test.integration.e2e.conftest import LLMSCALER, decided_scaler, deployment, scaler
+from test.integration.e2e.conftest import (
+    LLMSCALER,
+    decided_scaler,
+    deployment,
+    scaler,
+    target_deployment,
+)
 from test.integration.e2e.harness import ManagerProcess, wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -74,22 +80,12 @@ def source() -> Iterator[ScriptedPrometheus]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def decisions() -> Iterator[DecisionServer]:
-    with DecisionServer() as server:
-        yield server
-
-
-def _dep(kube: Any, ns: str, name: str) -> dict[str, Any]:
-    return kube.get("apps/v1", "Deployment", name, ns)  # type: ignore[no-any-return]
-
-
 def _replicas(kube: Any, ns: str, name: str) -> int:
-    return int(_dep(kube, ns, name)["spec"]["replicas"])
+    return int(target_deployment(kube, ns, name)["spec"]["replicas"])
 
 
 def _ready(kube: Any, ns: str, name: str) -> int:
-    return int(_dep(kube, ns, name).get("status", {}).get("readyReplicas") or 0)
+    return int(target_deployment(kube, ns, name).get("status", {}).get("readyReplicas") or 0)
 
 
 def _deploy(kube: Any, ns: str, name: str, replicas: int) -> None:
@@ -124,25 +120,35 @@ def _rescales(kube: Any, ns: str, name: str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-def _held(
+def _answer(
     source: ScriptedPrometheus,
     kube: Any,
-    ns: str,
-    name: str,
-    query: str,
+    where: tuple[str, str, str],
     value: str,
     replicas: int,
+    *,
+    held: bool,
     manager: ManagerProcess,
 ) -> None:
-    """Answer ``value`` and check the manager evaluated it several times without scaling."""
+    """Answer ``value`` for the scaler's query, then either check that the manager evaluated
+    it several times and left ``replicas`` alone (``held``) or wait for it to set them."""
+    ns, name, query = where
     source.set(query, value)
+    if held:
+        wait_for(
+            lambda: source.asked(query) > EVALUATIONS,
+            timeout=15,
+            what=f"{EVALUATIONS + 1} evaluations of {value}",
+            diagnostics=manager.logs,
+        )
+        assert _replicas(kube, ns, name) == replicas, f"{value} changed the replica count"
+        return
     wait_for(
-        lambda: source.asked(query) > EVALUATIONS,
+        lambda: _replicas(kube, ns, name) == replicas,
         timeout=15,
-        what=f"{EVALUATIONS + 1} evaluations of {value}",
+        what=f"{replicas} replicas once the metric reads {value}",
         diagnostics=manager.logs,
     )
-    assert _replicas(kube, ns, name) == replicas, f"{value} changed the replica count"
 
 
 def test_tolerance_holds_inside_the_band_and_scales_outside_it(
@@ -172,15 +178,10 @@ def test_tolerance_holds_inside_the_band_and_scales_outside_it(
         what="the scaler's first evaluation",
         diagnostics=manager.logs,
     )
-    _held(source, kube, ns, app, query, "0.78", 5, manager)
-    _held(source, kube, ns, app, query, "1.15", 5, manager)
-    source.set(query, "1.3")
-    wait_for(
-        lambda: _replicas(kube, ns, app) == 7,
-        timeout=15,
-        what="scale-up to 7 outside the band",
-        diagnostics=manager.logs,
-    )
+    where = (ns, app, query)
+    _answer(source, kube, where, "0.78", 5, held=True, manager=manager)
+    _answer(source, kube, where, "1.15", 5, held=True, manager=manager)
+    _answer(source, kube, where, "1.3", 7, held=False, manager=manager)
 
 
 def test_scale_up_window_and_step_cap_pace_a_burst(
@@ -259,11 +260,6 @@ def test_activation_threshold_keeps_the_fleet_at_zero_until_the_value_exceeds_it
             metrics=[{"name": "queue", "query": query, "target": "1", "activationThreshold": "2"}],
         )
     )
-    _held(source, kube, ns, app, query, "2", 0, manager)
-    source.set(query, "2.5")
-    wait_for(
-        lambda: _replicas(kube, ns, app) == 3,
-        timeout=15,
-        what="the fleet woken to 3",
-        diagnostics=manager.logs,
-    )
+    where = (ns, app, query)
+    _answer(source, kube, where, "2", 0, held=True, manager=manager)
+    _answer(source, kube, where, "2.5", 3, held=False, manager=manager)

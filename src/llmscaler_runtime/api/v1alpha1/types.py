@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import zoneinfo
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -102,15 +102,11 @@ def parse_target(text: str, *, path: str = "spec.metrics[].target") -> float:
     Percent signs, ``inf``/``nan``, underscores, hex and whitespace are refused rather than
     guessed at: a misread target silently multiplies or divides the fleet.
     """
-    if not isinstance(text, str):
-        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
-    if "%" in text:
+    if isinstance(text, str) and "%" in text:
         raise SpecError(
             [f"{path}: {text!r} has a % sign; write the number on the query's own scale"]
         )
-    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
-        raise SpecError([f"{path}: {text!r} is not a plain decimal number such as '0.8' or '80'"])
-    value = float(text)
+    value = _plain_decimal(text, path, "'0.8' or '80'")
     if not math.isfinite(value) or value <= 0.0:
         raise SpecError([f"{path}: {text!r} must be a finite number greater than zero"])
     return value
@@ -122,14 +118,20 @@ def parse_tolerance(text: str, *, path: str = "spec.scaleUp.tolerance") -> float
     A tolerance of 1 or more would make the dead band swallow every scale-down (a ratio
     cannot fall below 0), so it is refused rather than silently turning scale-down off.
     """
-    if not isinstance(text, str):
-        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
-    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
-        raise SpecError([f"{path}: {text!r} is not a plain decimal number such as '0.1'"])
-    value = float(text)
+    value = _plain_decimal(text, path, "'0.1'")
     if not 0.0 <= value < 1.0:
         raise SpecError([f"{path}: {text!r} must be at least 0 and less than 1"])
     return value
+
+
+def _plain_decimal(text: Any, path: str, example: str) -> float:
+    """What every quoted number of the API must be: a string matching :data:`TARGET_PATTERN`
+    (unsigned, no %, inf or hex, a two-digit exponent, so always finite), as a float."""
+    if not isinstance(text, str):
+        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
+    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
+        raise SpecError([f"{path}: {text!r} is not a plain decimal number such as {example}"])
+    return float(text)
 
 
 class FrozenMap(Mapping[str, str]):
@@ -177,12 +179,18 @@ def _freeze_tuple(value: Any) -> tuple[Any, ...]:
 # a problem detail, or None when the rule holds.
 
 
-def _check_target(value: Any) -> str | None:
-    try:
-        parse_target(value)
-    except SpecError as err:
-        return err.problems[0].split(": ", 1)[1]
-    return None
+def _twin(parse: Callable[[Any], float]) -> Callable[[Any], str | None]:
+    """The Python check of a quoted-number rule: its strict parser's problem, without the path
+    (the decoder adds the path of the field it checks)."""
+
+    def check(value: Any) -> str | None:
+        try:
+            parse(value)
+        except SpecError as err:
+            return err.problems[0].split(": ", 1)[1]
+        return None
+
+    return check
 
 
 TARGET_RULE = Rule(
@@ -191,7 +199,7 @@ TARGET_RULE = Rule(
         "target must be a finite number greater than zero written as a plain decimal, "
         "such as '0.8' or '80'; a % suffix is not accepted"
     ),
-    check=_check_target,
+    check=_twin(parse_target),
 )
 
 
@@ -401,21 +409,7 @@ def parse_activation_threshold(
     """Parse an activation threshold strictly: a plain decimal of at least 0 (finite by the
     pattern's two-digit exponent). A negative one would mean the same as 0, since a value of 0
     or less never wakes the fleet, so the sign is refused rather than kept as a surprise."""
-    if not isinstance(text, str):
-        raise SpecError([f"{path}: must be a string holding a number, got {type(text).__name__}"])
-    if len(text) > TARGET_MAX_LENGTH or not _TARGET_RE.search(text):
-        raise SpecError(
-            [f"{path}: {text!r} is not a plain decimal number of at least 0, such as '0.5'"]
-        )
-    return float(text)
-
-
-def _check_activation_threshold(value: Any) -> str | None:
-    try:
-        parse_activation_threshold(value)
-    except SpecError as err:
-        return err.problems[0].split(": ", 1)[1]
-    return None
+    return _plain_decimal(text, path, "'0.5'")
 
 
 ACTIVATION_THRESHOLD_RULE = Rule(
@@ -424,16 +418,8 @@ ACTIVATION_THRESHOLD_RULE = Rule(
         "activationThreshold must be a plain decimal number of at least 0, such as '0.5'; "
         "a sign, a % suffix or inf is not accepted"
     ),
-    check=_check_activation_threshold,
+    check=_twin(parse_activation_threshold),
 )
-
-
-def _check_tolerance(value: Any) -> str | None:
-    try:
-        parse_tolerance(value)
-    except SpecError as err:
-        return err.problems[0].split(": ", 1)[1]
-    return None
 
 
 TOLERANCE_RULE = Rule(
@@ -442,19 +428,22 @@ TOLERANCE_RULE = Rule(
         "tolerance must be a plain decimal number from 0 up to, but not including, 1, "
         "such as '0.1' (a 10 % dead band)"
     ),
-    check=_check_tolerance,
+    check=_twin(parse_tolerance),
 )
 
 
-def _tolerance_doc(direction: str, band: str, hpa: str) -> str:
-    """The description of scaleUp.tolerance and scaleDown.tolerance (they mirror each other)."""
-    return (
+def _tolerance_schema(direction: str, band: str, hpa: str) -> dict[str, Any]:
+    """The metadata of scaleUp.tolerance and scaleDown.tolerance, which mirror each other."""
+    return schema(
         f"Dead band for {direction}: a metric whose value/target ratio is within {band} "
         "votes for the current replica count instead of its ratio (the HPA's "
         f"behavior.{hpa}.tolerance, KEP-4951). A quoted number from 0 up to, but not "
         "including, 1: '0.1' ignores a change of less than 10 %. '0' (the default) is no "
         "band. Applies to Prometheus metrics, not to a Custom decision, and not at zero "
-        "replicas."
+        "replicas.",
+        min_length=1,
+        max_length=TARGET_MAX_LENGTH,
+        rules=(TOLERANCE_RULE,),
     )
 
 
@@ -679,13 +668,7 @@ class ScaleUp:
         ),
     )
     tolerance: str = attrs.field(
-        default="0",
-        metadata=schema(
-            _tolerance_doc("scale-up", "[1, 1 + tolerance]", "scaleUp"),
-            min_length=1,
-            max_length=TARGET_MAX_LENGTH,
-            rules=(TOLERANCE_RULE,),
-        ),
+        default="0", metadata=_tolerance_schema("scale-up", "[1, 1 + tolerance]", "scaleUp")
     )
 
     @property
@@ -736,13 +719,7 @@ class ScaleDown:
         ),
     )
     tolerance: str = attrs.field(
-        default="0",
-        metadata=schema(
-            _tolerance_doc("scale-down", "[1 - tolerance, 1]", "scaleDown"),
-            min_length=1,
-            max_length=TARGET_MAX_LENGTH,
-            rules=(TOLERANCE_RULE,),
-        ),
+        default="0", metadata=_tolerance_schema("scale-down", "[1 - tolerance, 1]", "scaleDown")
     )
 
     @property
