@@ -243,6 +243,8 @@ def _window(**over: Any) -> dict[str, Any]:
             "schedule-unknown-day",
             {"schedules": [_window(days=["Monday"])]},
             'spec.schedules[0].days[0]: Unsupported value: "Monday"',
+        ),
+        (
             "tolerance-one",
             {"scaleUp": {"tolerance": "1"}},
             "tolerance must be a plain decimal number from 0 up to, but not including, 1",
