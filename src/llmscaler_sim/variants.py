@@ -5,16 +5,26 @@ A variant is a whole LLMScaler object, validated by the project's own decoder
 field paths instead of producing figures for a scaler that could never exist.
 
 ``--set path=v1,v2`` overrides any spec field by its camelCase path as written in YAML
-(``scaleDown.stabilizationWindowSeconds``, ``metrics[0].target``); each value is read as YAML
-(``0`` is a number, ``None`` the string the behavior field takes), except that a field the API
-declares as a string keeps the text as written, so the quoted numbers (``metrics[0].target``,
-``scaleUp.tolerance``) take ``--set scaleUp.tolerance=0,0.1`` without quotes. Several ``--set``
-options give the cross product of their values.
+(``scaleDown.stabilizationWindowSeconds``, ``metrics[0].target``). Several ``--set`` options
+give the cross product of their values.
+
+Paths and spec files are checked against the CRD's own schema
+(:func:`llmscaler_runtime.api.v1alpha1.crd.openapi_schema`, rendered from the API types' field
+metadata), the way ``kubectl`` with strict field validation checks a manifest: a field the API
+does not have is an error naming it and the closest field that exists, not a silently ignored
+key (the decoder prunes unknown keys, as the API server does, so ``scaleDwn.x=0`` would
+otherwise run the plain spec under a misleading label). Reading the schema rather than a list
+means fields added to the API are accepted as soon as they are declared. Each value takes the
+field's declared type: a string field takes the text as written (``metrics[0].target=0.5`` is
+the string ``"0.5"``; one pair of surrounding quotes is removed), any other field reads it as
+YAML (``0`` is an integer, ``true`` a boolean, ``{a: 1}`` an object) and the decoder then
+checks it.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import itertools
 from collections.abc import Mapping, Sequence
@@ -35,6 +45,8 @@ __all__ = [
     "build_variants",
     "load_scaler",
     "parse_set",
+    "resolve_path",
+    "unknown_fields",
 ]
 
 #: Baselines run beside the user's variants, as overrides of the first spec.
@@ -88,6 +100,9 @@ def load_scaler(path: str | Path) -> dict[str, Any]:
         obj = {"apiVersion": API_VERSION, "kind": KIND, "spec": copy.deepcopy(docs[0])}
     else:
         raise VariantError(f"{path}: no LLMScaler object (nor a spec mapping with targetRef)")
+    unknown = unknown_fields(obj)
+    if unknown:
+        raise VariantError(f"{path}: {'; '.join(unknown)}")
     meta = obj.setdefault("metadata", {})
     meta.setdefault("name", path.stem)
     meta.setdefault("namespace", "default")
@@ -115,47 +130,105 @@ def _split_values(text: str) -> list[str]:
     return out
 
 
+@functools.cache
+def _object_schema() -> Mapping[str, Any]:
+    """The CRD's ``openAPIV3Schema``, rendered once from the API types."""
+    return openapi_schema()
+
+
+def _closest(name: str, choices: Sequence[str]) -> str:
+    by_lower = {c.lower(): c for c in choices}
+    match = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean {by_lower[match[0]]!r}?" if match else ""
+
+
+def _child(schema: Mapping[str, Any], key: str | int) -> Mapping[str, Any] | str | None:
+    """The schema of ``key`` below ``schema``: a mapping, ``None`` when anything goes there
+    (a free-form object such as ``metadata``), or a string saying why ``key`` cannot be."""
+    if isinstance(key, int):
+        if schema.get("type") != "array":
+            return "is not a list"
+        return dict(schema.get("items") or {})
+    if schema.get("type") not in (None, "object"):
+        return f"is a {schema.get('type')}, not an object with fields"
+    props = schema.get("properties")
+    if props is not None:
+        if key not in props:
+            return f"has no field {key!r}{_closest(key, list(props))} (it has: {', '.join(props)})"
+        return dict(props[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        return dict(extra)
+    return None
+
+
+def _join(prefix: str, key: str | int) -> str:
+    return f"{prefix}[{key}]" if isinstance(key, int) else f"{prefix}.{key}" if prefix else key
+
+
+def resolve_path(path: str) -> Mapping[str, Any] | None:
+    """The CRD schema of ``spec.<path>`` (None: a free-form value); :class:`VariantError`
+    naming the first segment the API does not have, and the field closest to it."""
+    node: Mapping[str, Any] | None = _object_schema()["properties"]["spec"]
+    where = "spec"
+    for seg in _segments(path):
+        if node is None:
+            return None
+        child = _child(node, seg)
+        if isinstance(child, str):
+            raise VariantError(f"--set {path}: {where} {child}")
+        node, where = child, _join(where, seg)
+    return node
+
+
+def unknown_fields(obj: Any, schema: Mapping[str, Any] | None = None, where: str = "") -> list[str]:
+    """Every key in ``obj`` the LLMScaler schema does not declare, as ``kubectl``'s strict
+    field validation names them (``unknown field "spec.bogusField"``), with a suggestion."""
+    schema = _object_schema() if schema is None else schema
+    found: list[str] = []
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            child = _child(schema, str(key))
+            if isinstance(child, str):
+                props = list(schema.get("properties") or ())
+                if props:  # a value of the wrong type is the decoder's to report
+                    found.append(f'unknown field "{_join(where, key)}"{_closest(str(key), props)}')
+            elif child is not None:
+                found.extend(unknown_fields(value, child, _join(where, key)))
+    elif isinstance(obj, list) and schema.get("type") == "array":
+        items = dict(schema.get("items") or {})
+        for i, value in enumerate(obj):
+            found.extend(unknown_fields(value, items, _join(where, i)))
+    return found
+
+
+def _unquoted(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def _typed(raw: str, schema: Mapping[str, Any] | None) -> Any:
+    """``raw`` as the field's declared type (see module docstring)."""
+    if schema is not None and schema.get("type") == "string":
+        return _unquoted(raw.strip())
+    if not raw.strip():
+        return ""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
 def parse_set(text: str) -> tuple[str, list[Any]]:
-    """``path=v1,v2`` -> (path, [v1, v2]) with each value read as YAML, or kept as text where
-    the API declares a string (see the module docstring)."""
+    """``path=v1,v2`` -> (path, [v1, v2]), the path checked against the CRD's schema and each
+    value read as the field's type (see module docstring)."""
     path, eq, raw = text.partition("=")
-    path = path.strip()
+    path = path.strip().removeprefix("spec.")
     if not eq or not path:
         raise VariantError(f"--set {text!r}: expected path=value[,value...]")
-    path = path.removeprefix("spec.")
-    textual = _is_string_field(path)
-    values: list[Any] = []
-    for part in _split_values(raw):
-        try:
-            value = yaml.safe_load(part) if part.strip() else ""
-        except yaml.YAMLError:
-            value = part
-        if textual and isinstance(value, int | float) and not isinstance(value, bool):
-            value = part.strip()  # "0.10" stays "0.10", not the float 0.1 re-printed
-        values.append(value)
-    return path, values
-
-
-@functools.cache
-def _spec_schema() -> Mapping[str, Any]:
-    spec: Mapping[str, Any] = openapi_schema()["properties"]["spec"]
-    return spec
-
-
-def _is_string_field(path: str) -> bool:
-    """Whether ``spec.<path>`` is a string in the CRD's schema (False for an unknown path,
-    which then fails validation with the decoder's own message)."""
-    try:
-        segs = _segments(path)
-    except VariantError:
-        return False
-    node: Mapping[str, Any] = _spec_schema()
-    for seg in segs:
-        child = node.get("items") if isinstance(seg, int) else node.get("properties", {}).get(seg)
-        if not isinstance(child, Mapping):
-            return False
-        node = child
-    return node.get("type") == "string"
+    schema = resolve_path(path)
+    return path, [_typed(part, schema) for part in _split_values(raw)]
 
 
 def _segments(path: str) -> list[str | int]:
@@ -168,7 +241,9 @@ def _segments(path: str) -> list[str | int]:
 
 
 def apply_override(obj: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy of the scaler object with ``spec.<path>`` set to ``value`` (parents created)."""
+    """A copy of the scaler object with ``spec.<path>`` set to ``value``; the path must exist
+    in the schema (:func:`resolve_path`), its missing parent objects are created."""
+    resolve_path(path)
     out = copy.deepcopy(dict(obj))
     node: Any = out.setdefault("spec", {})
     segs = _segments(path)
@@ -192,6 +267,9 @@ def apply_override(obj: Mapping[str, Any], path: str, value: Any) -> dict[str, A
 
 
 def _validated(name: str, obj: Mapping[str, Any]) -> LLMScaler:
+    unknown = unknown_fields(obj)
+    if unknown:
+        raise VariantError(f"variant {name!r}: {'; '.join(unknown)}")
     try:
         scaler = LLMScaler.from_dict(dict(obj))
     except SpecError as exc:

@@ -18,9 +18,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
+from llmscaler_runtime.api.v1alpha1._meta import field_metas
 from llmscaler_sim.cli import main
 from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
-from llmscaler_sim.variants import VariantError, build_variants, load_scaler
+from llmscaler_sim.variants import VariantError, build_variants, load_scaler, resolve_path
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "examples" / "sim" / "scaler.yaml"
@@ -104,6 +106,65 @@ def test_a_spec_the_crd_would_reject_is_an_error_naming_the_field(
     with pytest.raises(VariantError) as err:
         build_variants([("s", load_scaler(SPEC))], [override])
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "named", "suggested"),
+    [
+        ("scaleDwn.x=0", "no field 'scaleDwn'", "'scaleDown'"),
+        (
+            "scaleDown.stabilizationWindow=0",
+            "spec.scaleDown has no field",
+            "'stabilizationWindowSeconds'",
+        ),
+        ("metrics[0].querry=x", "spec.metrics[0] has no field 'querry'", "'query'"),
+        ("metrics[0].target.value=1", "spec.metrics[0].target is a string", ""),
+    ],
+)
+def test_a_set_path_the_api_does_not_have_is_refused(
+    override: str, named: str, suggested: str
+) -> None:
+    with pytest.raises(VariantError) as err:
+        build_variants([("s", load_scaler(SPEC))], [override])
+    assert named in str(err.value) and suggested in str(err.value)
+
+
+def test_every_spec_field_of_the_api_types_is_a_valid_set_path() -> None:
+    # read from the types, not a list: a field added to the API is accepted at once
+    for meta in field_metas(LLMScalerSpec).values():
+        resolve_path(meta.json)
+    resolve_path("serverHeaders.X-Tenant")  # a map takes any key
+
+
+def test_a_spec_file_with_an_unknown_field_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    text = SPEC.read_text().replace("  minReplicas: 1\n", "  minReplicas: 1\n  bogusField: 3\n")
+    bad.write_text(text.replace("    behavior: CacheAware", "    behaviour: CacheAware"))
+    with pytest.raises(VariantError) as err:
+        load_scaler(bad)
+    message = str(err.value)
+    assert 'unknown field "spec.bogusField"' in message
+    assert 'unknown field "spec.scaleDown.behaviour"' in message and "'behavior'" in message
+    obj = load_scaler(SPEC)  # an object given to the library is checked as well
+    obj["spec"]["metrics"][0]["tagret"] = "0.5"
+    with pytest.raises(VariantError, match=r'"spec.metrics\[0\].tagret"'):
+        build_variants([("s", obj)], baselines=False)
+    assert main([str(bad), "--generate", "ramp", "--out", str(tmp_path / "o")]) == 2
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_a_set_value_takes_the_fields_declared_type() -> None:
+    # target is a string field: 0.5 is the text "0.5", not the number YAML would make of it
+    variants = build_variants(
+        [("s", load_scaler(SPEC))],
+        ["metrics[0].target=0.5,'0.7'", "scaleDown.maxStepReplicas=2"],
+        baselines=False,
+    )
+    assert [v.scaler.spec.metrics[0].target for v in variants] == ["0.5", "0.7"]
+    assert variants[0].obj["spec"]["metrics"][0]["target"] == "0.5"
+    assert variants[0].scaler.spec.scale_down.max_step_replicas == 2
+    with pytest.raises(VariantError, match=r"spec\.scaleDown\.maxStepReplicas: must be an integer"):
+        build_variants([("s", load_scaler(SPEC))], ["scaleDown.maxStepReplicas=two"])
 
 
 def test_cli_runs_the_sample_and_writes_table_json_and_svg(
