@@ -185,6 +185,9 @@ class Fleet:
         self.removals: list[Removal] = []
         self._labels = {"app": app}
         self._series_labels: dict[str, Mapping[str, str]] = {}
+        # Billing starts with the trace: pods present from the start are backdated by the
+        # warmup (below) only so that they route as warm, not to charge for time before it.
+        self.start = now
         # pods present from the start are warm and Ready (the trace starts mid-operation)
         self._create(replicas, now, ready_at=now - model.warmup_seconds, counted=False)
         self.spec_replicas = replicas
@@ -240,16 +243,20 @@ class Fleet:
         kept: list[SimPod] = []
         for pod in self.pods:
             if pod.gone_at is not None and pod.gone_at <= now:
-                self.pod_seconds += pod.gone_at - pod.created
+                self.pod_seconds += pod.gone_at - self._billed_from(pod)
             else:
                 kept.append(pod)
         if len(kept) != len(self.pods):
             self.pods = kept
             self.resource_version += 1
 
+    def _billed_from(self, pod: SimPod) -> float:
+        return max(pod.created, self.start)
+
     def pod_hours(self, now: float) -> float:
-        """Replica-hours so far: every pod from creation until gone (or ``now``)."""
-        live = sum(now - p.created for p in self.pods)
+        """Replica-hours so far: every pod from creation (or the trace's start, for the pods
+        present then) until gone (or ``now``)."""
+        live = sum(now - self._billed_from(p) for p in self.pods)
         return (self.pod_seconds + live) / 3600.0
 
     # -- load and series ---------------------------------------------------------------------

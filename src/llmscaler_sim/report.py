@@ -4,8 +4,9 @@ Every figure is computed from what the run recorded at each scrape (the fleet as
 would have seen it) and from the pods' own lifetimes, so each can be checked by hand on a small
 trace:
 
-* ``replica_hours``: every pod from creation until its drain ended (cold starts and drains
-  hold a GPU too); ``gpu_hours`` multiplies by the fleet model's GPUs per replica.
+* ``replica_hours``: every pod from creation (the pods present at the start: from the start)
+  until its drain ended (cold starts and drains hold a GPU too); ``gpu_hours`` multiplies by
+  the fleet model's GPUs per replica.
 * ``slo_minutes``: scrape intervals in which the fleet's queue (requests waiting, plus all of
   the demand while no replica is Ready) exceeded ``Slo.max_waiting``, or its average KV-cache
   use exceeded ``Slo.max_kv``.

@@ -6,6 +6,7 @@ import itertools
 import math
 from typing import Any
 
+import attrs
 import pytest
 
 from llmscaler_sim.fleet import ColdStart, FleetModel
@@ -79,6 +80,18 @@ def test_a_burst_scales_up_then_back_down_and_the_figures_add_up() -> None:
     expected = (600 + (down + 10 - up1) + (down + 10 - up2)) / 3600
     assert f.replica_hours == pytest.approx(expected)
     assert f.gpu_hours == f.replica_hours
+
+
+def test_replica_hours_start_with_the_trace_even_for_warm_initial_pods() -> None:
+    # the pods present at the start are backdated by the warmup so they route as warm; that
+    # time is before the trace and must not be billed: 1 replica x 600 s is 1/6 h, exactly
+    warm = attrs.evolve(model(), warmup_seconds=FleetModel().warmup_seconds)
+    assert warm.warmup_seconds > 0
+    variant = build_variants([("s", scaler())], baselines=False)[0]
+    result = simulate(variant, step_trace([(0, 40)], 600), warm, initial_replicas=1)
+    assert result.decisions == ()
+    assert result.replica_hours == pytest.approx(600 / 3600, abs=1e-9)
+    assert round(result.replica_hours, 4) == 0.1667
 
 
 def test_the_step_cap_walks_down_and_the_settle_guard_waits_for_the_drain() -> None:
