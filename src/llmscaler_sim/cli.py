@@ -3,7 +3,9 @@
     llmscaler-sim examples/sim/scaler.yaml --trace examples/sim/sample-trace.csv \\
         --set scaleDown.stabilizationWindowSeconds=0,180,300
 
-Every input is read and checked before the first variant runs, and the JSON and SVG are
+Every input is read and checked before the first variant runs (each variant's queries are
+asked once over the first scrape: one the simulated series cannot answer is an error naming
+the variant and the query), and the JSON and SVG are
 written only once every run finished (each through a temporary file), so bad input gives one
 error naming the row or field and leaves nothing half-written. Exit status 2 means bad input.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 from llmscaler_sim.fleet import ColdStart, FleetModel
 from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
 from llmscaler_sim.report import Slo, render_table, write_json, write_svg
-from llmscaler_sim.run import RunResult, simulate
+from llmscaler_sim.run import RunResult, preflight, simulate
 from llmscaler_sim.trace import Trace, TraceError, generate, load_trace, parse_duration
 from llmscaler_sim.variants import VariantError, build_variants, load_scaler
 
@@ -75,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     fl.add_argument("--load-skew", type=float, default=d.load_skew)
     fl.add_argument("--warmup", default="60s", help="a new pod's traffic ramp (default 60s)")
     fl.add_argument("--seed", type=int, default=0)
-    fl.add_argument("--initial-replicas", type=int, help="default: what the first row needs")
+    fl.add_argument(
+        "--initial-replicas",
+        type=int,
+        help="replicas at the start, >= 0 (default: the spec's fixed point for the first row)",
+    )
     fl.add_argument("--app-label", help="the pods' app label (default: the target's name)")
     fl.add_argument("--max-gap", help="longest step allowed between trace rows")
     rep = p.add_argument_group("report")
@@ -171,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = build_variants(scalers, args.set, baselines=not args.no_baselines)
         model = _model(args)
         trace = _trace(args, variants[0].scaler, model)
+        if args.initial_replicas is not None and args.initial_replicas < 0:
+            raise VariantError(f"--initial-replicas must be >= 0, got {args.initial_replicas}")
+        for v in variants:
+            preflight(v, trace, model, replicas=args.initial_replicas, app_label=args.app_label)
     except (VariantError, TraceError, HistoryError, ValueError) as exc:
         print(f"llmscaler-sim: error: {exc}", file=sys.stderr)
         return 2

@@ -18,6 +18,9 @@ trace:
 * ``time_to_capacity``: for each episode in which the replicas needed (demand over per-replica
   capacity, capped at maxReplicas) exceeded the Ready replicas, seconds until enough were Ready;
   the worst and the mean are reported.
+* ``failed_syncs``: syncs that could not measure (``FailedGetMetrics`` events);
+  ``warnings``: every warning the scaler logged during the run (counted, not printed; the JSON
+  has them by message).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Figures:
     time_to_capacity_max: float
     time_to_capacity_mean: float
     failed_syncs: int
+    warnings: int
     syncs: int
 
 
@@ -104,6 +108,7 @@ def figures(result: RunResult, slo: Slo | None = None) -> Figures:
         time_to_capacity_max=max(episodes, default=0.0),
         time_to_capacity_mean=sum(episodes) / len(episodes) if episodes else 0.0,
         failed_syncs=int(result.events.get("FailedGetMetrics", 0)),
+        warnings=sum(result.warnings.values()),
         syncs=result.syncs,
     )
 
@@ -120,6 +125,7 @@ _COLUMNS = (
     ("warm lost (KV)", "warm_caches_discarded"),
     ("to capacity max/mean s", None),
     ("failed syncs", "failed_syncs"),
+    ("warnings", "warnings"),
 )
 
 
@@ -134,6 +140,7 @@ def _row(name: str, f: Figures) -> list[str]:
         f"{f.warm_caches_discarded} ({f.removed_kv_mean:.2f})",
         f"{f.time_to_capacity_max:.0f}/{f.time_to_capacity_mean:.0f}",
         str(f.failed_syncs),
+        str(f.warnings),
     ]
 
 
@@ -176,6 +183,7 @@ def to_json(results: Sequence[RunResult], slo: Slo | None = None, **context: Any
                 "figures": attrs.asdict(figures(r, slo)),
                 "decisions": [[d.time, d.replicas] for d in r.decisions],
                 "events": dict(r.events),
+                "warnings": dict(r.warnings),
                 "wall_seconds": round(r.wall_seconds, 3),
             }
         )

@@ -34,28 +34,32 @@ from typing import Any, Literal, TypeVar
 import attrs
 import structlog
 
-from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND
+from llmscaler_runtime.api.v1alpha1 import API_VERSION, KIND, ScaleDownBehavior
 from llmscaler_runtime.controller.types import Request
 from llmscaler_runtime.kube.errors import NotFound
 from llmscaler_runtime.scaling import LLMScalerReconciler, default_steps
 from llmscaler_runtime.scaling.http import HttpResponse
-from llmscaler_runtime.scaling.providers.base import ProviderFetcher
+from llmscaler_runtime.scaling.providers.base import MetricError, ProviderFetcher
 from llmscaler_runtime.scaling.providers.prometheus import PrometheusProvider
 from llmscaler_runtime.scaling.types import DELETION_COST_ANNOTATION
 from llmscaler_runtime.testkit.promql_lite import Evaluator, PromQLError, to_api_data
 from llmscaler_runtime.testkit.vllm_exporter import Sample
 from llmscaler_sim.fleet import Fleet, FleetModel, Removal, ScrapeStats
 from llmscaler_sim.trace import Trace
-from llmscaler_sim.variants import Variant
+from llmscaler_sim.variants import Variant, VariantError
 
 __all__ = [
     "Decision",
+    "PreflightError",
     "RunResult",
     "SeriesTransport",
     "SimCache",
     "SimClient",
     "VirtualClock",
+    "capacity_replicas",
+    "preflight",
     "simulate",
+    "steady_replicas",
 ]
 
 T = TypeVar("T")
@@ -312,25 +316,68 @@ class RunResult:
     syncs: int
     events: Mapping[str, int]
     event_examples: Mapping[str, str]
+    #: The scaler's warnings during the run by event (counted, not printed).
+    warnings: Mapping[str, int]
     wall_seconds: float
 
 
-@contextlib.contextmanager
-def _quiet_scaling_logs() -> Iterator[None]:
-    """The reconciler logs each decision at info; thousands of simulated syncs are not a log."""
-    if not structlog.is_configured():
-        from llmscaler_runtime.log import configure_logging
+_WARNING_METHODS = frozenset({"warning", "warn", "error", "exception", "critical", "fatal"})
 
-        configure_logging("warning", "console")
+
+class _WarningCounter(logging.Filter):
+    """Counts the warnings (and errors) logged during a run by event, and drops every line: a
+    query that fails on every sync would otherwise print thousands of them, and each decision
+    is logged at info; the count goes to the report instead.
+
+    Two entry points, because whoever configured logging decides where a structlog line goes:
+    :meth:`processor` runs first in structlog's chain, whatever its logger factory (the stdlib,
+    or structlog's own print logger), and the stdlib :meth:`filter` catches plain ``logging``
+    records of the scaling loggers.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def processor(self, _logger: Any, method: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        if method in _WARNING_METHODS:
+            self.counts[str(event.get("event"))] += 1
+        raise structlog.DropEvent
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            event = record.msg.get("event") if isinstance(record.msg, Mapping) else None
+            self.counts[str(event or record.getMessage())] += 1
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_scaling_logs() -> Iterator[_WarningCounter]:
+    """Count, not print, what the reconciler logs during a run (see :class:`_WarningCounter`).
+
+    structlog's configuration is process-wide, so other threads' structlog lines are held back
+    (and their warnings counted) for as long as a run lasts; the simulator is a batch tool.
+    """
+    counter = _WarningCounter()
+    configured = structlog.is_configured()
+    processors = structlog.get_config()["processors"]
+    structlog.configure(processors=[counter.processor, *processors])
     loggers = [logging.getLogger(n) for n in _SCALING_LOGGERS]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
+        # below warning nothing is kept, so let the reconciler skip building its info lines
         lg.setLevel(max(logging.WARNING, lg.getEffectiveLevel()))
+        lg.addFilter(counter)
     try:
-        yield
+        yield counter
     finally:
+        if configured:
+            structlog.configure(processors=processors)
+        else:
+            structlog.reset_defaults()
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
+            lg.removeFilter(counter)
 
 
 def _target_labels(variant: Variant) -> tuple[str, str]:
@@ -338,8 +385,9 @@ def _target_labels(variant: Variant) -> tuple[str, str]:
     return variant.scaler.namespace, spec.target_ref.name
 
 
-def initial_replicas_for(variant: Variant, trace: Trace, model: FleetModel) -> int:
-    """Start in steady state: the replicas the first row needs, within the spec's bounds."""
+def capacity_replicas(variant: Variant, trace: Trace, model: FleetModel) -> int:
+    """The replicas the first row needs at 100 % of a replica's capacity, within the spec's
+    bounds: where :func:`steady_replicas` starts looking."""
     spec = variant.scaler.spec
     demand, factor = _demand_at(trace, model, 0)
     needed = math.ceil(demand / model.capacity(factor) - 1e-9) if demand > 0 else 0
@@ -356,6 +404,134 @@ def _demand_at(trace: Trace, model: FleetModel, i: int) -> tuple[float, float]:
     return value, model.tokens_factor(prompt, output)
 
 
+class _Sim:
+    """One variant's simulated world at the trace's start: the fleet, the series, the real
+    reconciler on its ports (see module docstring)."""
+
+    def __init__(
+        self,
+        variant: Variant,
+        trace: Trace,
+        model: FleetModel,
+        replicas: int,
+        app_label: str | None,
+    ) -> None:
+        self.variant, self.trace, self.model = variant, trace, model
+        namespace, target = _target_labels(variant)
+        self.clock = clock = VirtualClock(trace.start_epoch)
+        self.fleet = Fleet(
+            model,
+            namespace=namespace,
+            name=target,
+            app=app_label or target,
+            replicas=replicas,
+            now=clock.now(),
+        )
+        world = SimWorld(variant.obj, self.fleet, clock)
+        self.latest: list[Sample] = []
+        self.evaluator = Evaluator(lambda: self.latest, clock=clock, history_seconds=3600.0)
+        self.prometheus = PrometheusProvider(SeriesTransport(self.evaluator, clock), clock)
+        steps = attrs.evolve(
+            default_steps(clock=clock),
+            fetcher=ProviderFetcher(prometheus=self.prometheus, custom=self.prometheus),
+            cost_source=self.prometheus,
+        )
+        self.events = EventCounter()
+        self.reconciler = LLMScalerReconciler(
+            SimClient(world), SimCache(world), self.events, steps=steps, clock=clock
+        )
+        self.request = Request(namespace=namespace, name=str(world.scaler["metadata"]["name"]))
+
+    def scrape(self, t: float, row: int) -> ScrapeStats:
+        """The fleet scraped at ``t`` under row ``row``'s demand, recorded for range queries."""
+        self.clock.set(t)
+        demand, factor = _demand_at(self.trace, self.model, row)
+        snapshot, stats = self.fleet.scrape(t, demand, factor)
+        self.latest[:] = snapshot
+        self.evaluator.record()
+        return stats
+
+    def first_answer(self) -> int:
+        """``spec.replicas`` after one scrape and one sync at the trace's start."""
+        self.scrape(self.trace.start_epoch, 0)
+        with _quiet_scaling_logs():
+            self.reconciler.reconcile(self.request)
+        return self.fleet.spec_replicas
+
+
+def steady_replicas(
+    variant: Variant, trace: Trace, model: FleetModel, *, app_label: str | None = None
+) -> int:
+    """The spec's fixed point at the trace's start: a replica count for which the real
+    reconciler's first sync (the spec's metrics, targets, tolerance, caps and guards over the
+    first scrape) writes no change.
+
+    Found by asking the reconciler rather than re-deriving its arithmetic: start from
+    :func:`capacity_replicas` and replace the count with the first sync's answer until the
+    answer is the count. Every answer lies within the spec's bounds, so this ends; should the
+    answers cycle (a spec with no fixed point at this demand), the largest of the cycle is
+    taken, so the run starts with a scale-down rather than a shortfall.
+    """
+    n = capacity_replicas(variant, trace, model)
+    seen: list[int] = []
+    while n not in seen:
+        seen.append(n)
+        n = _Sim(variant, trace, model, n, app_label).first_answer()
+    cycle = seen[seen.index(n) :]
+    return max(cycle)
+
+
+class PreflightError(VariantError):
+    """A variant's query the simulator cannot answer on the first scrape."""
+
+
+def preflight(
+    variant: Variant,
+    trace: Trace,
+    model: FleetModel | None = None,
+    *,
+    replicas: int | None = None,
+    app_label: str | None = None,
+) -> None:
+    """Ask each of the variant's queries once, through the real Prometheus provider, over the
+    first scrape of a fleet of ``replicas`` (at least one; by default
+    :func:`capacity_replicas`), and raise :class:`PreflightError` naming the variant and the
+    query that errs or selects nothing.
+
+    A query the simulator cannot answer (labels the simulated pods do not carry, a function
+    ``promql_lite`` does not have, such as ``histogram_quantile``) would otherwise fail every
+    sync of the run and report a fleet that never scaled.
+    """
+    model = model or FleetModel()
+    if replicas is None:
+        replicas = capacity_replicas(variant, trace, model)
+    sim = _Sim(variant, trace, model, max(1, replicas), app_label)
+    sim.scrape(trace.start_epoch, 0)
+    scaler = variant.scaler
+    for i, reading in enumerate(sim.prometheus.fetch(scaler, 5.0).readings):
+        if reading.error is not None:
+            raise PreflightError(
+                f"variant {variant.name!r}: spec.metrics[{i}] query {reading.query!r} cannot "
+                f"be answered over the simulated series: {reading.error}"
+            )
+    down = scaler.spec.scale_down
+    if down.deletion_cost_query and down.behavior == ScaleDownBehavior.CACHE_AWARE:
+        query = down.deletion_cost_query
+        try:
+            costs = sim.prometheus.pod_costs(scaler, 5.0)
+        except MetricError as exc:
+            raise PreflightError(
+                f"variant {variant.name!r}: spec.scaleDown.deletionCostQuery {query!r} cannot "
+                f"be answered over the simulated series: {exc}"
+            ) from None
+        if not costs:
+            raise PreflightError(
+                f"variant {variant.name!r}: spec.scaleDown.deletionCostQuery {query!r} "
+                "selects none of the simulated pods (they carry namespace, app, pod and "
+                "model_name labels)"
+            )
+
+
 def simulate(
     variant: Variant,
     trace: Trace,
@@ -366,42 +542,23 @@ def simulate(
 ) -> RunResult:
     """Run one variant over ``trace`` (see module docstring) and return what happened.
 
-    The simulated pods carry ``namespace`` (the scaler's) and ``app`` (``app_label``, by
-    default the target's name, as the chart's ServiceMonitor labels them): the spec's queries
-    must select them the way they would select the real fleet.
+    The fleet starts at ``initial_replicas``, by default at the spec's fixed point
+    (:func:`steady_replicas`), so no variant begins with a forced scale-up that only its
+    starting count caused. The simulated pods carry ``namespace`` (the scaler's) and ``app``
+    (``app_label``, by default the target's name, as the chart's ServiceMonitor labels them):
+    the spec's queries must select them the way they would select the real fleet.
     """
     model = model or FleetModel()
     started = time.perf_counter()
-    namespace, target = _target_labels(variant)
-    clock = VirtualClock(trace.start_epoch)
+    if initial_replicas is not None and initial_replicas < 0:
+        raise ValueError(f"initial replicas must be >= 0, got {initial_replicas}")
     replicas = (
         initial_replicas
         if initial_replicas is not None
-        else initial_replicas_for(variant, trace, model)
+        else steady_replicas(variant, trace, model, app_label=app_label)
     )
-    fleet = Fleet(
-        model,
-        namespace=namespace,
-        name=target,
-        app=app_label or target,
-        replicas=replicas,
-        now=clock.now(),
-    )
-    world = SimWorld(variant.obj, fleet, clock)
-    latest: list[Sample] = []
-    evaluator = Evaluator(lambda: latest, clock=clock, history_seconds=3600.0)
-    transport = SeriesTransport(evaluator, clock)
-    prometheus = PrometheusProvider(transport, clock)
-    steps = attrs.evolve(
-        default_steps(clock=clock),
-        fetcher=ProviderFetcher(prometheus=prometheus, custom=prometheus),
-        cost_source=prometheus,
-    )
-    events = EventCounter()
-    reconciler = LLMScalerReconciler(
-        SimClient(world), SimCache(world), events, steps=steps, clock=clock
-    )
-    request = Request(namespace=namespace, name=str(world.scaler["metadata"]["name"]))
+    sim = _Sim(variant, trace, model, replicas, app_label)
+    fleet, clock, reconciler, request = sim.fleet, sim.clock, sim.reconciler, sim.request
 
     t0, end = trace.start_epoch, trace.start_epoch + trace.end
     interval = model.scrape_interval
@@ -411,7 +568,7 @@ def simulate(
     decisions: list[Decision] = []
     syncs = 0
     times = trace.times
-    with _quiet_scaling_logs():
+    with _quiet_scaling_logs() as warnings:
         while True:
             t = min(next_scrape, next_sync)
             if t >= end:
@@ -421,11 +578,7 @@ def simulate(
                 rel = t - t0
                 while row + 1 < len(times) and times[row + 1] <= rel:
                     row += 1
-                demand, factor = _demand_at(trace, model, row)
-                snapshot, stats = fleet.scrape(t, demand, factor)
-                latest[:] = snapshot
-                evaluator.record()
-                scrapes.append(stats)
+                scrapes.append(sim.scrape(t, row))
                 next_scrape = t0 + len(scrapes) * interval
                 continue
             before = fleet.spec_replicas
@@ -446,7 +599,8 @@ def simulate(
         cold_starts=fleet.created_pods,
         replica_hours=fleet.pod_hours(end),
         syncs=syncs,
-        events=dict(events.counts),
-        event_examples=dict(events.first),
+        events=dict(sim.events.counts),
+        event_examples=dict(sim.events.first),
+        warnings=dict(warnings.counts),
         wall_seconds=time.perf_counter() - started,
     )

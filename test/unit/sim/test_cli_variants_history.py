@@ -213,6 +213,20 @@ def test_cli_bad_input_is_one_error_and_writes_nothing(
     assert list(tmp_path.iterdir()) == [bad]
 
 
+def test_cli_refuses_a_query_the_simulator_cannot_answer_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    bad = 'avg(vllm:kv_cache_usage_perc{namespace="default", app="typo"})'
+    argv = [str(SPEC), "--generate", "ramp", "--out", str(out)]
+    assert main([*argv, "--set", f"metrics[0].query={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert f"variant 'query={bad}'" in err and "no series" in err and err.count("\n") == 1
+    assert main([*argv, "--initial-replicas", "-1"]) == 2
+    assert "--initial-replicas must be >= 0" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- history -------------------------------------------------------------------------------------
 
 Answer = Callable[[str, float, float, float], dict[str, Any]]

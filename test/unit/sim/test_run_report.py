@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import itertools
+import logging
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import pytest
+import structlog
 
+from llmscaler_runtime.log import configure_logging
 from llmscaler_sim.fleet import ColdStart, FleetModel
 from llmscaler_sim.report import Slo, figures, render_table, to_json
-from llmscaler_sim.run import simulate
+from llmscaler_sim.run import (
+    PreflightError,
+    capacity_replicas,
+    preflight,
+    simulate,
+    steady_replicas,
+)
 from llmscaler_sim.trace import Trace
 from llmscaler_sim.variants import build_variants
 
@@ -120,3 +131,89 @@ def test_a_query_selecting_no_pod_is_counted_as_failed_syncs_and_holds() -> None
     result = simulate(variant, step_trace([(0, 150)], 100), model(), initial_replicas=1)
     assert result.decisions == ()
     assert figures(result).failed_syncs == result.syncs
+
+
+def test_the_run_starts_at_the_specs_fixed_point_not_at_full_capacity() -> None:
+    # 150 sequences fit on 2 replicas (capacity 100), but at target 0.5 KV the recommendation
+    # for 2 (0.75 each) is 3: starting at 2 would open every variant with a forced scale-up
+    trace = step_trace([(0, 150)], 300)
+    variant = build_variants([("s", scaler())], baselines=False)[0]
+    assert capacity_replicas(variant, trace, model()) == 2
+    assert steady_replicas(variant, trace, model()) == 3
+    result = simulate(variant, trace, model())
+    assert result.initial_replicas == 3
+    assert result.decisions == ()
+    # a looser target has a smaller fixed point, found by the same reconciler
+    loose = scaler()
+    loose["spec"]["metrics"][0]["target"] = "0.8"
+    variant = build_variants([("s", loose)], baselines=False)[0]
+    assert simulate(variant, trace, model()).initial_replicas == 2
+
+
+def test_initial_replicas_must_not_be_negative() -> None:
+    variant = build_variants([("s", scaler())], baselines=False)[0]
+    with pytest.raises(ValueError, match=">= 0"):
+        simulate(variant, step_trace([(0, 40)], 100), model(), initial_replicas=-1)
+
+
+@pytest.mark.parametrize(
+    ("field", "query", "why"),
+    [
+        ("metric", 'avg(vllm:kv_cache_usage_perc{app="other"})', "no series"),
+        ("metric", "histogram_quantile(0.9, rate(x_bucket[1m]))", "histogram_quantile"),
+        ("cost", 'vllm:kv_cache_usage_perc{app="other"} * 100', "no series"),
+    ],
+)
+def test_preflight_names_the_variant_and_the_query_it_cannot_answer(
+    field: str, query: str, why: str
+) -> None:
+    obj = scaler(behavior="CacheAware", deletionCostQuery='vllm:kv_cache_usage_perc{app="web"}')
+    if field == "metric":
+        obj["spec"]["metrics"][0]["query"] = query
+    else:
+        obj["spec"]["scaleDown"]["deletionCostQuery"] = query
+    variant = build_variants([("tight", obj)], baselines=False)[0]
+    with pytest.raises(PreflightError) as err:
+        preflight(variant, step_trace([(0, 40)], 100), model())
+    message = str(err.value)
+    assert "'tight'" in message and query in message and why in message
+    good = build_variants([("s", scaler())], baselines=False)[0]
+    preflight(good, step_trace([(0, 40)], 100), model())  # a query it can answer passes
+
+
+@pytest.fixture(params=["structlog-defaults", "stdlib"])
+def log_stream(request: pytest.FixtureRequest) -> Iterator[io.StringIO]:
+    """Either way logging can be set up: structlog's own print logger (to stdout), or through
+    the stdlib to a stream (the manager's configure_logging); a run must print nothing."""
+    old = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    if request.param == "stdlib":
+        configure_logging("debug", "console", stream=stream)
+    else:
+        structlog.reset_defaults()
+    yield stream
+    for h in list(root.handlers):
+        if h not in handlers:
+            root.removeHandler(h)
+    root.setLevel(level)
+    structlog.configure(**old)
+
+
+def test_warnings_of_a_failing_run_are_counted_not_printed(
+    capsys: pytest.CaptureFixture[str], log_stream: io.StringIO
+) -> None:
+    obj = scaler()
+    obj["spec"]["metrics"][0]["query"] = 'avg(vllm:kv_cache_usage_perc{app="other"})'
+    variant = build_variants([("s", obj)], baselines=False)[0]
+    before = structlog.get_config()
+    result = simulate(variant, step_trace([(0, 40)], 100), model(), initial_replicas=1)
+    assert structlog.get_config() == before  # the caller's logging set-up is given back
+    captured = capsys.readouterr()
+    assert captured.err + captured.out + log_stream.getvalue() == ""
+    assert result.warnings == {"metric fetch failed": result.syncs}
+    assert figures(result).warnings == result.syncs
+    table = render_table([result])
+    assert "warnings" in table and f"{result.syncs} │" in table
+    assert to_json([result])["variants"][0]["warnings"] == {"metric fetch failed": result.syncs}
