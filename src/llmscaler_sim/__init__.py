@@ -10,7 +10,16 @@ Prometheus and the clock are simulated (see :mod:`llmscaler_sim.run` and
 
 from llmscaler_sim.fleet import ColdStart, Fleet, FleetModel
 from llmscaler_sim.history import HistoryQuery, demand_from_history
-from llmscaler_sim.report import Figures, Slo, figures, render_table, write_json, write_svg
+from llmscaler_sim.report import (
+    Figures,
+    Slo,
+    figures,
+    render_json,
+    render_svg,
+    render_table,
+    write_json,
+    write_svg,
+)
 from llmscaler_sim.run import Decision, RunResult, simulate
 from llmscaler_sim.trace import Trace, TraceError, generate, load_trace
 from llmscaler_sim.variants import BASELINES, Variant, VariantError, build_variants, load_scaler
@@ -35,6 +44,8 @@ __all__ = [
     "generate",
     "load_scaler",
     "load_trace",
+    "render_json",
+    "render_svg",
     "render_table",
     "simulate",
     "write_json",

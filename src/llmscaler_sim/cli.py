@@ -5,9 +5,10 @@
 
 Every input is read and checked before the first variant runs (each variant's queries are
 asked once over the first scrape: one the simulated series cannot answer is an error naming
-the variant and the query), and the JSON and SVG are
-written only once every run finished (each through a temporary file), so bad input gives one
-error naming the row or field and leaves nothing half-written. Exit status 2 means bad input.
+the variant and the query). The JSON, the SVG and the ``--save-trace`` CSV are rendered once
+every run finished and then written all or none (:mod:`llmscaler_sim.output`), so bad input
+gives one error naming the row or field and leaves nothing half-written. Exit status 2 means
+bad input, or outputs that could not be written.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from llmscaler_sim.fleet import ColdStart, FleetModel
 from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
-from llmscaler_sim.report import Slo, render_table, write_json, write_svg
+from llmscaler_sim.output import write_atomically
+from llmscaler_sim.report import Slo, render_json, render_svg, render_table
 from llmscaler_sim.run import RunResult, preflight, simulate
 from llmscaler_sim.trace import Trace, TraceError, generate, load_trace, parse_duration
 from llmscaler_sim.variants import VariantError, build_variants, load_scaler
@@ -165,8 +167,6 @@ def _trace(args: argparse.Namespace, first_scaler: object, model: FleetModel) ->
     trace = demand_from_history(
         q, first_scaler, model, ready_query=args.ready_query, demand_query=args.demand_query
     )
-    if args.save_trace:
-        trace.write_csv(args.save_trace)
     return trace
 
 
@@ -191,14 +191,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         for v in variants
     ]
     elapsed = time.perf_counter() - started
-    print(render_table(results, slo), end="")
     json_path, svg_path = args.out.with_suffix(".json"), args.out.with_suffix(".svg")
-    write_json(json_path, results, slo, trace=trace.source, trace_seconds=trace.end)
-    write_svg(svg_path, results)
+    # everything rendered before anything is written, then all files or none (see output.py)
+    files = {
+        json_path: render_json(results, slo, trace=trace.source, trace_seconds=trace.end),
+        svg_path: render_svg(results),
+    }
+    if args.save_trace:
+        files[args.save_trace] = trace.to_csv()
+    table = render_table(results, slo)
+    try:
+        write_atomically(files)
+    except OSError as exc:
+        print(f"llmscaler-sim: error: cannot write the outputs: {exc}", file=sys.stderr)
+        return 2
+    print(table, end="")
     syncs = sum(r.syncs for r in results)
     print(
         f"{len(results)} variants, {trace.end / 3600:.1f} h of trace, {syncs} syncs in "
-        f"{elapsed:.1f} s; wrote {json_path} and {svg_path}"
+        f"{elapsed:.1f} s; wrote {', '.join(map(str, files))}"
     )
     return 0
 

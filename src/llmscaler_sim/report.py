@@ -25,11 +25,8 @@ trace:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,9 +34,20 @@ from xml.sax.saxutils import escape
 
 import attrs
 
+from llmscaler_sim.output import write_atomically
 from llmscaler_sim.run import RunResult
 
-__all__ = ["Figures", "Slo", "figures", "render_table", "to_json", "write_json", "write_svg"]
+__all__ = [
+    "Figures",
+    "Slo",
+    "figures",
+    "render_json",
+    "render_svg",
+    "render_table",
+    "to_json",
+    "write_json",
+    "write_svg",
+]
 
 
 @attrs.frozen
@@ -190,28 +198,15 @@ def to_json(results: Sequence[RunResult], slo: Slo | None = None, **context: Any
     return out
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a failure never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        # mkstemp creates the file 0600; a report is an ordinary file (0666 less the umask)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def render_json(results: Sequence[RunResult], slo: Slo | None = None, **ctx: Any) -> str:
+    """The JSON report as text (:func:`to_json`, indented)."""
+    return json.dumps(to_json(results, slo, **ctx), indent=2) + "\n"
 
 
 def write_json(
     path: Path, results: Sequence[RunResult], slo: Slo | None = None, **ctx: Any
 ) -> None:
-    _atomic_write(path, json.dumps(to_json(results, slo, **ctx), indent=2) + "\n")
+    write_atomically({path: render_json(results, slo, **ctx)})
 
 
 # -- SVG -----------------------------------------------------------------------------------------
@@ -223,11 +218,28 @@ def _path(points: Sequence[tuple[float, float]]) -> str:
     return " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(points))
 
 
+#: Hour-axis steps; the first that gives at most 12 ticks is used (a year of trace: monthly).
+_TICK_HOURS = (0.25, 0.5, 1, 2, 4, 6, 12, 24, 48, 96, 168, 336, 720, 1440, 2160, 4320, 8760)
+
+
+def _tick_hours(hours: float) -> float:
+    step = next((s for s in _TICK_HOURS if hours / s <= 12), None)
+    if step is None:  # longer than 12 years: whole years
+        return 8760.0 * math.ceil(hours / 8760 / 12)
+    return float(step)
+
+
 def write_svg(path: Path, results: Sequence[RunResult]) -> None:
+    """:func:`render_svg` to ``path`` (nothing for no results)."""
+    if results:
+        write_atomically({path: render_svg(results)})
+
+
+def render_svg(results: Sequence[RunResult]) -> str:
     """Replicas against demand, one panel per variant: the replicas the demand needs (grey),
     ``spec.replicas`` as written (blue) and the Ready replicas (green), over hours."""
     if not results:
-        return
+        raise ValueError("no results to plot")
     end = max(r.trace_end for r in results)
     top = max(
         max((max(s.needed, s.spec_replicas, s.ready) for s in r.scrapes), default=1)
@@ -278,7 +290,7 @@ def write_svg(path: Path, results: Sequence[RunResult]) -> None:
         parts.append(f'<path d="{_path(spec)}" fill="none" stroke="#1f6fd1" stroke-width="1.5"/>')
         parts.append(f'<path d="{_path(ready)}" fill="none" stroke="#2a9d3a" stroke-width="1"/>')
         hours = end / 3600
-        tick = next(s for s in (0.25, 0.5, 1, 2, 4, 6, 12, 24, 48) if hours / s <= 12)
+        tick = _tick_hours(hours)
         h = 0.0
         while h <= hours + 1e-9:
             xx = _LEFT + h * 3600 / end * plot_w
@@ -287,4 +299,4 @@ def write_svg(path: Path, results: Sequence[RunResult]) -> None:
             )
             h += tick
     parts.append("</svg>")
-    _atomic_write(path, "\n".join(parts) + "\n")
+    return "\n".join(parts) + "\n"

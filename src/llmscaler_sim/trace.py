@@ -16,6 +16,7 @@ traffic nobody measured, so holes are refused instead of interpolated.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 import math
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+
+from llmscaler_sim.output import write_atomically
 
 __all__ = [
     "GENERATORS",
@@ -86,12 +89,18 @@ class Trace:
             rows.append(row)
         return rows
 
-    def write_csv(self, path: Path) -> None:
+    def to_csv(self) -> str:
+        """The trace as CSV text, readable by :func:`load_trace`."""
         rows = self.to_rows()
-        with path.open("w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        return out.getvalue()
+
+    def write_csv(self, path: Path) -> None:
+        """:meth:`to_csv` to ``path``, through a temporary file (never half a trace)."""
+        write_atomically({path: self.to_csv()})
 
 
 def parse_duration(text: str | float) -> float:

@@ -20,8 +20,10 @@ import pytest
 
 from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
 from llmscaler_runtime.api.v1alpha1._meta import field_metas
+from llmscaler_sim import cli
 from llmscaler_sim.cli import main
 from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
+from llmscaler_sim.output import write_atomically
 from llmscaler_sim.variants import VariantError, build_variants, load_scaler, resolve_path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -227,6 +229,42 @@ def test_cli_refuses_a_query_the_simulator_cannot_answer_before_running(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_outputs_are_written_all_or_none(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(OSError):
+        write_atomically({tmp_path / "good.json": "{}", blocker / "bad.svg": "<svg/>"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no temp file either
+    write_atomically({tmp_path / "good.json": "{}", tmp_path / "d" / "x.svg": "<svg/>"})
+    assert (tmp_path / "good.json").read_text() == "{}"
+
+
+def test_cli_that_cannot_write_says_so_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    argv = [str(SPEC), "--generate", "spike:duration=10m", "--no-baselines"]
+    assert main([*argv, "--out", str(blocker / "run")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("llmscaler-sim: error: cannot write the outputs:") and err.count("\n") == 1
+    )
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_cli_renders_everything_before_writing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(results: object) -> str:
+        raise RuntimeError("the plot cannot be drawn")
+
+    monkeypatch.setattr(cli, "render_svg", broken)
+    with pytest.raises(RuntimeError):
+        main([str(SPEC), "--generate", "spike:duration=10m", "--out", str(tmp_path / "run")])
+    assert list(tmp_path.iterdir()) == []  # the JSON, rendered first, was not written alone
+
+
 # -- history -------------------------------------------------------------------------------------
 
 Answer = Callable[[str, float, float, float], dict[str, Any]]
@@ -341,3 +379,19 @@ def test_history_refuses_a_query_it_cannot_map_to_concurrency(
         HistoryQuery(url, 1_000_000, 1_000_600, 60), scaler, demand_query="sum(inflight)"
     )
     assert set(trace.demand) == {42.0}
+
+
+def test_save_trace_is_written_with_the_report_only_after_the_runs(
+    prometheus_api: tuple[str, dict[str, Answer]], tmp_path: Path
+) -> None:
+    url, answers = prometheus_api
+    answers["sum(demand)"] = matrix(lambda t: 90.0)
+    saved, out = tmp_path / "rebuilt.csv", tmp_path / "run"
+    argv = [str(SPEC), "--prometheus", url, "--start", "1000000", "--end", "1003600"]
+    argv += ["--demand-query", "sum(demand)", "--save-trace", str(saved), "--out", str(out)]
+    # the trace is rebuilt, then a variant fails its preflight: nothing at all is written
+    assert main([*argv, "--app-label", "typo"]) == 2
+    assert list(tmp_path.iterdir()) == []
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rebuilt.csv", "run.json", "run.svg"]
+    assert saved.read_text().splitlines()[:2] == ["time,concurrency", "0.0,90.0"]

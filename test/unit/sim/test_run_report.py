@@ -15,7 +15,7 @@ import structlog
 
 from llmscaler_runtime.log import configure_logging
 from llmscaler_sim.fleet import ColdStart, FleetModel
-from llmscaler_sim.report import Slo, figures, render_table, to_json
+from llmscaler_sim.report import Slo, figures, render_svg, render_table, to_json
 from llmscaler_sim.run import (
     PreflightError,
     capacity_replicas,
@@ -217,3 +217,12 @@ def test_warnings_of_a_failing_run_are_counted_not_printed(
     table = render_table([result])
     assert "warnings" in table and f"{result.syncs} │" in table
     assert to_json([result])["variants"][0]["warnings"] == {"metric fetch failed": result.syncs}
+
+
+def test_the_plot_of_a_month_of_trace_has_hour_ticks_it_can_label() -> None:
+    result = run(step_trace([(0, 40)], 100))
+    for days in (1, 30, 400, 20 * 365):
+        month = attrs.evolve(result, trace_end=days * 86400.0)
+        svg = render_svg([month])
+        ticks = svg.count('text-anchor="middle"')
+        assert 2 <= ticks <= 13, (days, ticks)
