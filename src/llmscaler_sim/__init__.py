@@ -20,7 +20,7 @@ from llmscaler_sim.report import (
     write_json,
     write_svg,
 )
-from llmscaler_sim.run import Decision, RunResult, simulate
+from llmscaler_sim.run import Decision, RunResult, simulate, simulate_all
 from llmscaler_sim.trace import Trace, TraceError, generate, load_trace
 from llmscaler_sim.variants import BASELINES, Variant, VariantError, build_variants, load_scaler
 
@@ -48,6 +48,7 @@ __all__ = [
     "render_svg",
     "render_table",
     "simulate",
+    "simulate_all",
     "write_json",
     "write_svg",
 ]

@@ -14,6 +14,7 @@ bad input, or outputs that could not be written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from llmscaler_sim.fleet import ColdStart, FleetModel
 from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
 from llmscaler_sim.output import write_atomically
 from llmscaler_sim.report import Slo, render_json, render_svg, render_table
-from llmscaler_sim.run import RunResult, preflight, simulate
+from llmscaler_sim.run import RunResult, preflight, simulate_all
 from llmscaler_sim.trace import Trace, TraceError, generate, load_trace, parse_duration
 from llmscaler_sim.variants import VariantError, build_variants, load_scaler
 
@@ -62,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
         help="override a spec field (camelCase path); lists give the cross product",
     )
     var.add_argument("--no-baselines", action="store_true", help="skip the HPA/None baselines")
+    var.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="run variants in N processes (default: one per CPU; 1: in this process)",
+    )
     fl = p.add_argument_group("fleet model")
     d = FleetModel()
     fl.add_argument("--max-sequences", type=int, default=d.max_sequences)
@@ -177,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = build_variants(scalers, args.set, baselines=not args.no_baselines)
         model = _model(args)
         trace = _trace(args, variants[0].scaler, model)
+        if args.jobs < 1:
+            raise VariantError(f"--jobs must be >= 1, got {args.jobs}")
         if args.initial_replicas is not None and args.initial_replicas < 0:
             raise VariantError(f"--initial-replicas must be >= 0, got {args.initial_replicas}")
         for v in variants:
@@ -186,10 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     slo = Slo(args.slo_waiting, args.slo_kv, args.warm_kv)
     started = time.perf_counter()
-    results: list[RunResult] = [
-        simulate(v, trace, model, initial_replicas=args.initial_replicas, app_label=args.app_label)
-        for v in variants
-    ]
+    results: list[RunResult] = simulate_all(
+        variants,
+        trace,
+        model,
+        jobs=args.jobs,
+        initial_replicas=args.initial_replicas,
+        app_label=args.app_label,
+    )
     elapsed = time.perf_counter() - started
     json_path, svg_path = args.out.with_suffix(".json"), args.out.with_suffix(".svg")
     # everything rendered before anything is written, then all files or none (see output.py)

@@ -21,6 +21,7 @@ from llmscaler_sim.run import (
     capacity_replicas,
     preflight,
     simulate,
+    simulate_all,
     steady_replicas,
 )
 from llmscaler_sim.trace import Trace
@@ -226,3 +227,23 @@ def test_the_plot_of_a_month_of_trace_has_hour_ticks_it_can_label() -> None:
         svg = render_svg([month])
         ticks = svg.count('text-anchor="middle"')
         assert 2 <= ticks <= 13, (days, ticks)
+
+
+def test_variants_in_a_process_pool_give_exactly_the_sequential_results() -> None:
+    # a bursty trace with skewed load and a random cold start, so the runs have something
+    # to differ in: decisions, victims, scrapes and every figure must match one for one
+    trace = step_trace([(0, 40), (100, 250), (250, 60), (400, 180)], 600)
+    noisy = attrs.evolve(model(), load_skew=0.4, cold_start=ColdStart("lognormal", 20, 0.5), seed=7)
+    variants = build_variants(
+        [("s", scaler(behavior="CacheAware", maxStepReplicas=1))],
+        ["scaleDown.stabilizationWindowSeconds=0,30,60"],
+    )
+    sequential = simulate_all(variants, trace, noisy, jobs=1)
+    parallel = simulate_all(variants, trace, noisy, jobs=3)
+    assert len(parallel) == len(variants) == 5
+    assert len({r.decisions for r in sequential}) > 1  # the variants do differ
+    for a, b in zip(sequential, parallel, strict=True):
+        assert attrs.evolve(a, wall_seconds=0.0) == attrs.evolve(b, wall_seconds=0.0)
+        assert a.variant.name == b.variant.name
+    with pytest.raises(ValueError, match="jobs"):
+        simulate_all(variants, trace, noisy, jobs=0)
