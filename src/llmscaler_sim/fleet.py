@@ -96,7 +96,11 @@ class FleetModel:
     drain_seconds: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
     scrape_interval: float = attrs.field(default=15.0, validator=attrs.validators.gt(0))
     gpus_per_replica: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
-    load_skew: float = attrs.field(default=0.3, validator=[attrs.validators.ge(0)])
+    #: Each pod's share of the traffic is drawn from [1 - skew, 1 + skew]: below 1, or a pod
+    #: could be drawn to take no traffic at all (or a negative share).
+    load_skew: float = attrs.field(
+        default=0.3, validator=[attrs.validators.ge(0), attrs.validators.lt(1)]
+    )
     warmup_seconds: float = attrs.field(default=60.0, validator=attrs.validators.ge(0))
     model_name: str = DEFAULT_MODEL
     seed: int = 0

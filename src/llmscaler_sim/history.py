@@ -9,6 +9,13 @@ metric measures:
   ``kv_per_sequence`` (at the reference request length);
 * ``vllm:num_requests_running`` / ``vllm:num_requests_waiting``: already sequences.
 
+When the metric is an average over time of a per-pod gauge, ``avg(avg_over_time(G[2m]))`` as
+the README recommends, the history is read from the raw gauge, ``avg(G)``, instead
+(:func:`raw_gauge_query`): the replay evaluates the spec's own ``avg_over_time`` over the
+rebuilt demand, so rebuilding the demand from the smoothed series would smooth every burst
+twice and make every variant look calmer than the real traffic was. Other shapes are read as
+written; ``demand_query`` chooses the series outright.
+
 Any other metric needs ``demand_query``, a query whose value *is* the concurrency (for example
 ``sum(vllm:num_requests_running{...} + vllm:num_requests_waiting{...})``). The assumption has
 a known blind spot: a saturated KV-cache (1.0 on every replica) hides how much more demand was
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -37,7 +45,13 @@ from llmscaler_runtime.api.v1alpha1 import LLMScaler
 from llmscaler_sim.fleet import FleetModel
 from llmscaler_sim.trace import Trace, TraceError, trace_from_rows
 
-__all__ = ["HistoryError", "HistoryQuery", "default_ready_query", "demand_from_history"]
+__all__ = [
+    "HistoryError",
+    "HistoryQuery",
+    "default_ready_query",
+    "demand_from_history",
+    "raw_gauge_query",
+]
 
 
 class HistoryError(ValueError):
@@ -111,6 +125,21 @@ def query_range(q: HistoryQuery, query: str) -> dict[float, float]:
     return points
 
 
+_SMOOTHED = re.compile(
+    r"^\s*(?P<avg>avg\s*\(\s*)?avg_over_time\s*\(\s*(?P<gauge>[^\[\]()]+?)\s*"
+    r"\[[^\[\]]+\]\s*\)(?(avg)\s*\))\s*$"
+)
+
+
+def raw_gauge_query(query: str) -> str:
+    """``avg(avg_over_time(G[w]))`` -> ``avg(G)`` and ``avg_over_time(G[w])`` -> ``G``, for a
+    plain selector ``G``; any other query unchanged (see module docstring)."""
+    m = _SMOOTHED.match(query)
+    if m is None:
+        return query
+    return f"avg({m['gauge']})" if m["avg"] else m["gauge"]
+
+
 def _sequences_per_unit(query: str, model: FleetModel) -> float:
     if "kv_cache_usage_perc" in query:
         return 1.0 / model.kv_per_sequence
@@ -141,7 +170,7 @@ def demand_from_history(
         metrics = scaler.spec.metrics
         if not metrics:
             raise HistoryError("the scaler has no metrics to rebuild demand from")
-        metric = metrics[0].query
+        metric = raw_gauge_query(metrics[0].query)
         per_unit = _sequences_per_unit(metric, model)
         values = query_range(q, metric)
         ready = query_range(q, ready_query or default_ready_query(scaler))

@@ -22,7 +22,12 @@ from llmscaler_runtime.api.v1alpha1 import LLMScalerSpec
 from llmscaler_runtime.api.v1alpha1._meta import field_metas
 from llmscaler_sim import cli
 from llmscaler_sim.cli import main
-from llmscaler_sim.history import HistoryError, HistoryQuery, demand_from_history
+from llmscaler_sim.history import (
+    HistoryError,
+    HistoryQuery,
+    demand_from_history,
+    raw_gauge_query,
+)
 from llmscaler_sim.output import write_atomically
 from llmscaler_sim.variants import VariantError, build_variants, load_scaler, resolve_path
 
@@ -329,7 +334,12 @@ def test_history_rebuilds_demand_as_average_times_ready(
 ) -> None:
     url, answers = prometheus_api
     scaler = build_variants([("s", load_scaler(SPEC))], baselines=False)[0].scaler
-    answers[scaler.spec.metrics[0].query] = matrix(lambda t: 0.6)
+    smoothed = scaler.spec.metrics[0].query
+    assert smoothed.startswith("avg(avg_over_time(")
+    # the history is read from the raw gauge; the spec's own average over time is applied by
+    # the replay, so reading the smoothed series (0.3 here) would smooth every burst twice
+    answers[raw_gauge_query(smoothed)] = matrix(lambda t: 0.6)
+    answers[smoothed] = matrix(lambda t: 0.3)
     ready_q = "sum(ready)"
     answers[ready_q] = matrix(lambda t: 2.0 if t < 1_000_300 else 4.0)
     trace = demand_from_history(
@@ -395,3 +405,26 @@ def test_save_trace_is_written_with_the_report_only_after_the_runs(
     assert main(argv) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rebuilt.csv", "run.json", "run.svg"]
     assert saved.read_text().splitlines()[:2] == ["time,concurrency", "0.0,90.0"]
+
+
+@pytest.mark.parametrize(
+    ("query", "raw"),
+    [
+        ('avg(avg_over_time(g{a="b"}[2m]))', 'avg(g{a="b"})'),
+        ("avg( avg_over_time( g [5m] ) )", "avg(g)"),
+        ("avg_over_time(g[2m])", "g"),
+        ("max(avg_over_time(g[2m]))", "max(avg_over_time(g[2m]))"),  # not an average of it
+        ("avg(avg_over_time(g[2m])) * 2", "avg(avg_over_time(g[2m])) * 2"),
+        ("avg(g)", "avg(g)"),
+    ],
+)
+def test_raw_gauge_query_undoes_only_an_average_over_time(query: str, raw: str) -> None:
+    assert raw_gauge_query(query) == raw
+
+
+def test_load_skew_must_be_below_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = [str(SPEC), "--generate", "ramp", "--out", str(tmp_path / "o")]
+    for bad in ("1", "1.5", "-0.1"):
+        assert main([*argv, "--load-skew", bad]) == 2
+        assert "load_skew" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
