@@ -278,6 +278,8 @@ class LLMScalerReconciler:
         kept = history_after(plan) if advisory else plan.history_if_written
         self.memory.history.put(scaler.uid, kept)
         advised = conditions.advisory(target, plan) if advisory else ()
+        # AbleToScale (and, in advisory mode, the Advisory condition beside it)
+        able = advised or (conditions.able(target, plan, scaled),)
 
         # 5. status (written only when it changed)
         if fallback is not None:  # nothing measured too often: spec.fallback drives the fleet
@@ -285,10 +287,8 @@ class LLMScalerReconciler:
                 obj,
                 scaler,
                 (
-                    *conditions.fallback_active(
-                        spec, measurement, (advised or (conditions.able(target, plan, scaled),))[0]
-                    ),
-                    *advised[1:],  # advisory: the advice beside the fallback's conditions
+                    *conditions.fallback_active(spec, measurement, able[0]),
+                    *able[1:],  # advisory: the advice beside the fallback's conditions
                 ),
                 current=target.ready_replicas,
                 desired=plan.desired,
@@ -312,7 +312,7 @@ class LLMScalerReconciler:
             )
             return retrying(conditions.measurement_failure_reason(spec))
         measured = (
-            *(advised or (conditions.able(target, plan, scaled),)),
+            *able,
             conditions.active(spec, measurement),
             conditions.limited(spec, recommendation, bounds.schedules),
             conditions.ready(advisory=advisory),
