@@ -25,7 +25,7 @@ from llmscaler_runtime.scaling.status import (
     SCALING_LIMITED,
     ConditionDraft,
 )
-from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation, TargetView
+from llmscaler_runtime.scaling.types import HeldBy, Measurement, Plan, Recommendation, TargetView
 
 R = ConditionReason  # the wording below reads better with the short name
 
@@ -368,10 +368,13 @@ def rescale_reason(spec: LLMScalerSpec, plan: Plan, rec: Recommendation) -> str:
     return rec.reason
 
 
-_HELD = {
+#: The advice's wording of each pacing hold; every HeldBy value must be here (a test checks).
+_HELD: dict[HeldBy, str] = {
     "stabilization": "held by the scale-down stabilization window",
     "settle": "waiting for the fleet to settle",
     "step-cap": "step capped",
+    "scale-up-stabilization": "held by the scale-up stabilization window",
+    "scale-up-step-cap": "scale-up step capped",
     "no-measurement": "no usable signal",
 }
 

@@ -135,3 +135,17 @@ def test_preemption_is_reported_exactly_while_the_field_is_set() -> None:
     (draft,) = conditions.preemption(with_field)
     assert (draft.status, draft.reason) == (False, "NotImplemented")
     assert attrs.evolve(draft, message="") != draft
+
+
+def test_the_advice_words_every_pacing_hold() -> None:
+    """Every HeldBy value pacing can produce must have advisory wording: a missing one raised
+    KeyError (SyncFailed) for an advisory scaler held by scale-up pacing."""
+    import typing
+
+    from llmscaler_runtime.scaling.types import HeldBy
+
+    for held in typing.get_args(HeldBy):
+        for p in (plan(4, 8, 6, held), plan(4, 8, 4, held)):
+            draft = conditions.advice(TARGET, p)
+            assert draft.reason in ("WouldRescale", "WouldHold")
+            assert "; " in draft.message, (held, draft.message)
