@@ -270,7 +270,9 @@ class LLMScalerReconciler:
                 return retrying(ConditionReason.FAILED_UPDATE_SCALE)
             if not advisory:
                 now = rfc3339(self.clock.now())
-                scale = decision_entry(now, spec, measurement, recommendation, plan)
+                scale = decision_entry(
+                    now, spec, measurement, paced, plan, fallback=fallback is not None
+                )
                 self.metrics.observe_scale(
                     scaler.namespace, scaler.name, "down" if plan.scale_down else "up"
                 )
@@ -293,6 +295,7 @@ class LLMScalerReconciler:
                 current=target.ready_replicas,
                 desired=plan.desired,
                 scaled=scaled,
+                decision=scale,
             )
             return retrying(ConditionReason.FALLBACK_ACTIVE)
         if recommendation.replicas is None:  # nothing measured: the fleet is held

@@ -27,6 +27,7 @@ from llmscaler_runtime.scaling.types import Measurement, Plan, Recommendation
 __all__ = [
     "DRIVER_BOUNDS",
     "DRIVER_DECISION_SERVER",
+    "DRIVER_FALLBACK",
     "DRIVER_METRIC",
     "decision_entry",
     "figure",
@@ -38,6 +39,8 @@ DRIVER_METRIC = "Metric"
 DRIVER_DECISION_SERVER = "DecisionServer"
 #: ``driver`` of a scale that brought the fleet back inside [minReplicas, maxReplicas].
 DRIVER_BOUNDS = "Bounds"
+#: ``driver`` of a scale to ``spec.fallback``'s count after the signal failed too often.
+DRIVER_FALLBACK = "Fallback"
 
 
 def figure(value: float) -> str:
@@ -58,8 +61,11 @@ def decision_entry(
     measurement: Measurement,
     recommendation: Recommendation,
     plan: Plan,
+    *,
+    fallback: bool = False,
 ) -> ScaleDecision:
-    """The record of a sync that wrote ``plan.replicas`` (``time`` is RFC 3339)."""
+    """The record of a sync that wrote ``plan.replicas`` (``time`` is RFC 3339);
+    ``fallback``: the recommendation is ``spec.fallback``'s, not the signal's."""
     entry = ScaleDecision(
         time=time,
         from_replicas=plan.current,
@@ -70,6 +76,8 @@ def decision_entry(
         # that carries the scale is never rejected over it
         reason=rescale_reason(spec, plan, recommendation)[:DECISION_TEXT_MAX],
     )
+    if fallback:
+        return attrs.evolve(entry, driver=DRIVER_FALLBACK)
     if _to_a_bound(spec, plan) or recommendation.replicas is None:
         return attrs.evolve(entry, driver=DRIVER_BOUNDS)
     if spec.metric_provider == MetricProvider.CUSTOM and measurement.decision is not None:

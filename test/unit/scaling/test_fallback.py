@@ -117,6 +117,9 @@ def test_failures_hold_until_the_threshold_then_the_fallback_scales_and_recovers
     assert kind == "Warning" and "heads to 5 replicas (it has 3)" in message
     rescale = _events(w, "SuccessfulRescale")[-1][1]
     assert "fallback after 3 failed evaluations in a row" in rescale
+    (record, *_) = w.status()["recentDecisions"]  # a fallback scale is recorded like any other
+    assert (record["from"], record["to"], record["driver"]) == (3, 5, "Fallback")
+    assert "fallback after 3 failed evaluations in a row" in record["reason"]
 
     # while it goes on, it writes nothing and says nothing more than the source's own errors
     w.cluster.put(deployment(replicas=5))
