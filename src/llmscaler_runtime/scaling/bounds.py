@@ -61,8 +61,6 @@ def is_open(schedule: Schedule, wall: float) -> bool:
 
 def effective_bounds(spec: LLMScalerSpec, wall: float) -> Bounds:
     """The bounds in force at ``wall``: the spec's, or those of the windows open then."""
-    if not spec.schedules:
-        return Bounds(spec.min_replicas, spec.max_replicas)
     opened: Sequence[Schedule] = [s for s in spec.schedules if is_open(s, wall)]
     if not opened:
         return Bounds(spec.min_replicas, spec.max_replicas)

@@ -289,10 +289,7 @@ def sync_failed(error: BaseException) -> tuple[ConditionDraft, ...]:
 
 def invalid_spec(message: str) -> tuple[ConditionDraft, ...]:
     """The spec does not parse; nothing is measured or written until it is fixed."""
-    return (
-        cond(SCALING_ACTIVE, False, R.INVALID_SPEC, message),
-        cond(READY, False, R.INVALID_SPEC, message),
-    )
+    return blocked(R.INVALID_SPEC, message)
 
 
 def preemption(scaler: LLMScaler) -> tuple[ConditionDraft, ...]:

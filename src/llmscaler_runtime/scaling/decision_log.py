@@ -27,12 +27,11 @@ def log_decision(
     rec: Recommendation,
     plan: Plan,
     *,
-    spec: LLMScalerSpec | None = None,
+    spec: LLMScalerSpec,
     schedules: Sequence[str] = (),
 ) -> None:
     """Log one sync's decision (see the module docstring for the level). ``spec`` carries the
     bounds in force when a schedule set them (``schedules``, the open windows)."""
-    spec = spec or scaler.spec
     eventful = plan.changes or plan.held_by is not None or rec.replicas is None
     if not eventful and not _stdlib_log.isEnabledFor(logging.DEBUG):
         return  # the common case at scale; skip assembling a line nobody will see
