@@ -116,7 +116,6 @@ class SimWorld:
         meta["resourceVersion"] = "1"
         self.fleet = fleet
         self.clock = clock
-        self.writes: list[int] = []
 
     @property
     def namespace(self) -> str:
@@ -250,7 +249,6 @@ class SimClient:
             raise NotFound(404, "NotFound", f"the simulation has no {obj.get('kind')} to apply")
         replicas = int(obj["spec"]["replicas"])
         world.fleet.set_replicas(replicas, world.clock.now())
-        world.writes.append(replicas)
         return world.fleet.deployment(world.clock.now())
 
 
